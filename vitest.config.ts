@@ -1,0 +1,13 @@
+import { defineConfig } from "vitest/config"
+
+export default defineConfig({
+  test: {
+    include: ["test/**/*.test.ts"],
+    globalSetup: ["test/globalSetup.ts"],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    // PGlite instances are memory-hungry; two workers fit the two cores of CI.
+    pool: "forks",
+    poolOptions: { forks: { maxForks: 2, minForks: 1 } }
+  }
+})
