@@ -1,0 +1,120 @@
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as OpenApi from "@effect/platform/OpenApi"
+import * as Schema from "effect/Schema"
+import { ApiKeyScope, BrokerKind, Tier, User } from "../domain/Account.js"
+import { ApiKeyId, BrokerId, Mode } from "../domain/Ids.js"
+import { ApiKeyNotFoundResponse, UnprocessableResponse, UserNotFoundResponse } from "./ApiErrors.js"
+import { AdminAuth } from "./Security.js"
+
+const rule = (message: string) => ({ message: () => ({ message, override: true }) })
+const Name = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)).annotations(
+  rule("must be a string of 1 to 200 characters")
+)
+const PositiveInt = Schema.Int.pipe(Schema.positive()).annotations(rule("must be a positive integer"))
+const strict = { parseOptions: { onExcessProperty: "error" } } as const
+
+export const CreateUserPayload = Schema.Struct({
+  name: Name,
+  tier: Tier.annotations(rule("must be one of: free, pro, enterprise")),
+  requests_per_minute: Schema.optional(PositiveInt),
+  intents_per_month: Schema.optional(PositiveInt)
+}).annotations(strict)
+
+export const CreateApiKeyPayload = Schema.Struct({
+  name: Name,
+  mode: Mode.annotations(rule("must be one of: test, live")),
+  scopes: Schema.optional(
+    Schema.Array(ApiKeyScope).pipe(Schema.minItems(1)).annotations(
+      rule("must be a non-empty list of: intents:read, intents:write")
+    )
+  ),
+  expires_at: Schema.optional(Schema.DateTimeUtc.annotations(rule("must be an ISO 8601 timestamp")))
+}).annotations(strict)
+
+/** A key as listed: everything but the key itself. */
+export class ApiKeyView extends Schema.Class<ApiKeyView>("ApiKeyView")({
+  id: ApiKeyId,
+  name: Schema.String,
+  mode: Mode,
+  scopes: Schema.Array(ApiKeyScope),
+  key_hint: Schema.String,
+  created_at: Schema.DateTimeUtc,
+  expires_at: Schema.NullOr(Schema.DateTimeUtc),
+  last_used_at: Schema.NullOr(Schema.DateTimeUtc),
+  revoked_at: Schema.NullOr(Schema.DateTimeUtc)
+}) {}
+
+/** A key as created: the only response that ever carries `key`. */
+export class CreatedApiKey extends Schema.Class<CreatedApiKey>("CreatedApiKey")({
+  ...ApiKeyView.fields,
+  key: Schema.String
+}) {}
+
+export const AlpacaCredentials = Schema.Struct({
+  api_key_id: Schema.String.pipe(Schema.minLength(1)),
+  api_secret_key: Schema.String.pipe(Schema.minLength(1)),
+  base_url: Schema.optional(Schema.String)
+}).annotations({ ...strict, ...rule("must be {api_key_id, api_secret_key, base_url?}") })
+
+export const CreateBrokerPayload = Schema.Struct({
+  name: Name,
+  kind: BrokerKind.annotations(rule("must be one of: mock, alpaca")),
+  mode: Mode.annotations(rule("must be one of: test, live")),
+  credentials: Schema.optional(AlpacaCredentials)
+}).annotations(strict)
+
+export class BrokerView extends Schema.Class<BrokerView>("BrokerView")({
+  id: BrokerId,
+  name: Schema.String,
+  kind: BrokerKind,
+  mode: Mode,
+  created_at: Schema.DateTimeUtc
+}) {}
+
+const UserPath = Schema.Struct({ user_id: Schema.String })
+
+/** The operator API: it stands in for the dashboard of SPEC.md. */
+export class AdminApi extends HttpApiGroup.make("admin")
+  .add(
+    HttpApiEndpoint.post("createUser", "/users")
+      .setPayload(CreateUserPayload)
+      .addSuccess(User, { status: 201 })
+  )
+  .add(
+    HttpApiEndpoint.get("getUser", "/users/:user_id")
+      .setPath(UserPath)
+      .addSuccess(User)
+      .addError(UserNotFoundResponse)
+  )
+  .add(
+    HttpApiEndpoint.post("createApiKey", "/users/:user_id/api-keys")
+      .setPath(UserPath)
+      .setPayload(CreateApiKeyPayload)
+      .addSuccess(CreatedApiKey, { status: 201 })
+      .addError(UserNotFoundResponse)
+  )
+  .add(
+    HttpApiEndpoint.get("listApiKeys", "/users/:user_id/api-keys")
+      .setPath(UserPath)
+      .addSuccess(Schema.Struct({ items: Schema.Array(ApiKeyView) }))
+      .addError(UserNotFoundResponse)
+  )
+  .add(
+    HttpApiEndpoint.del("revokeApiKey", "/api-keys/:key_id")
+      .setPath(Schema.Struct({ key_id: Schema.String }))
+      .addSuccess(Schema.Void, { status: 204 })
+      .addError(ApiKeyNotFoundResponse)
+  )
+  .add(
+    HttpApiEndpoint.post("createBroker", "/users/:user_id/brokers")
+      .setPath(UserPath)
+      .setPayload(CreateBrokerPayload)
+      .addSuccess(BrokerView, { status: 201 })
+      .addError(UserNotFoundResponse)
+      .addError(UnprocessableResponse)
+  )
+  .middleware(AdminAuth)
+  .prefix("/admin/v1")
+  .annotate(OpenApi.Description, "Operator API: users, API keys and broker connections. Bearer ADMIN_TOKEN.")
+{}

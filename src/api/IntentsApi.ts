@@ -1,0 +1,75 @@
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as OpenApi from "@effect/platform/OpenApi"
+import * as Schema from "effect/Schema"
+import { CreateIntentPayload, IntentStatus, TradeIntent } from "../domain/Intent.js"
+import {
+  BrokerNotFoundResponse,
+  DuplicateIntentResponse,
+  IntentNotFoundResponse,
+  QuotaExceededResponse,
+  UnprocessableResponse
+} from "./ApiErrors.js"
+import { ApiKeyAuth } from "./Security.js"
+
+const rule = (message: string) => ({ message: () => ({ message, override: true }) })
+
+const PageNumber = Schema.NumberFromString.pipe(Schema.int(), Schema.greaterThanOrEqualTo(1)).annotations(
+  rule("must be an integer of at least 1")
+)
+const PageSize = Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 100)).annotations(
+  rule("must be an integer from 1 to 100")
+)
+
+export const ListIntentsParams = Schema.Struct({
+  page: Schema.optionalWith(PageNumber, { default: () => 1 }),
+  page_size: Schema.optionalWith(PageSize, { default: () => 20 }),
+  status: Schema.optional(IntentStatus),
+  symbol: Schema.optional(Schema.String),
+  broker_id: Schema.optional(Schema.String)
+})
+export type ListIntentsParams = typeof ListIntentsParams.Type
+
+export class IntentPage extends Schema.Class<IntentPage>("IntentPage")({
+  items: Schema.Array(TradeIntent),
+  page: Schema.Int,
+  page_size: Schema.Int,
+  total_items: Schema.Int,
+  total_pages: Schema.Int
+}) {}
+
+/** SPEC.md's v1 Trade Intent endpoints. */
+export class IntentsApi extends HttpApiGroup.make("intents")
+  .add(
+    HttpApiEndpoint.post("createIntent", "/intents")
+      .setPayload(CreateIntentPayload)
+      .addSuccess(TradeIntent, { status: 201 })
+      .addError(UnprocessableResponse)
+      .addError(BrokerNotFoundResponse)
+      .addError(DuplicateIntentResponse)
+      .addError(QuotaExceededResponse)
+      .annotate(OpenApi.Summary, "Create a Trade Intent")
+  )
+  .add(
+    HttpApiEndpoint.get("getIntent", "/intents/:id")
+      .setPath(Schema.Struct({ id: Schema.String }))
+      .addSuccess(TradeIntent)
+      .addError(IntentNotFoundResponse)
+      .annotate(OpenApi.Summary, "Look a Trade Intent up by its id")
+  )
+  .add(
+    HttpApiEndpoint.get("getIntentByExternalId", "/intents/by-external-id/:intent_id")
+      .setPath(Schema.Struct({ intent_id: Schema.String }))
+      .addSuccess(TradeIntent)
+      .addError(IntentNotFoundResponse)
+      .annotate(OpenApi.Summary, "Look a Trade Intent up by the caller's intent_id")
+  )
+  .add(
+    HttpApiEndpoint.get("listIntents", "/intents")
+      .setUrlParams(ListIntentsParams)
+      .addSuccess(IntentPage)
+      .annotate(OpenApi.Summary, "List Trade Intents, newest first")
+  )
+  .middleware(ApiKeyAuth)
+  .prefix("/api/v1")
+{}

@@ -1,0 +1,27 @@
+import * as Schema from "effect/Schema"
+import { detail } from "./Errors.js"
+
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {
+  detail: detail("Invalid API key")
+}) {}
+
+export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", {
+  detail: detail("This API key does not have permission for this resource")
+}) {}
+
+export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
+  retry_after: Schema.Int,
+  detail: Schema.String
+}) {
+  static of(retryAfter: number) {
+    return new RateLimited({
+      retry_after: retryAfter,
+      detail: `Rate limit exceeded. Retry after ${retryAfter} seconds.`
+    })
+  }
+}
+
+export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExceeded", {
+  retry_after: Schema.Int,
+  detail: detail("Monthly intent quota exceeded")
+}) {}

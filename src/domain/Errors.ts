@@ -1,0 +1,24 @@
+import * as Schema from "effect/Schema"
+
+/** A `detail` field whose constructor default is the error's fixed message. */
+export const detail = (message: string) =>
+  Schema.String.pipe(Schema.propertySignature, Schema.withConstructorDefault(() => message))
+
+/** The request is malformed: bad JSON, a missing field, a wrong type, an unknown field. */
+export class ValidationError extends Schema.TaggedError<ValidationError>()("ValidationError", {
+  detail: Schema.String
+}) {}
+
+/** The request is well formed but breaks a rule of the resource (missing limit_price, …). */
+export class Unprocessable extends Schema.TaggedError<Unprocessable>()("Unprocessable", {
+  detail: Schema.String
+}) {}
+
+export class InternalError extends Schema.TaggedError<InternalError>()("InternalError", {
+  detail: detail("Internal server error")
+}) {}
+
+/** A dependency (the database) does not answer. */
+export class Unavailable extends Schema.TaggedError<Unavailable>()("Unavailable", {
+  detail: detail("Service unavailable")
+}) {}
