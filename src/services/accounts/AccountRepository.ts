@@ -1,0 +1,55 @@
+import * as Context from "effect/Context"
+import type * as DateTime from "effect/DateTime"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
+import type { ApiKey, ApiKeyScope, BrokerConnection, BrokerKind, Tier, User } from "../../domain/Account.js"
+import type { ApiKeyId, BrokerId, Mode, UserId } from "../../domain/Ids.js"
+
+export interface NewUser {
+  readonly id: UserId
+  readonly name: string
+  readonly tier: Tier
+  readonly requests_per_minute: number
+  readonly intents_per_month: number
+  readonly created_at: DateTime.Utc
+}
+
+export interface NewApiKey {
+  readonly id: ApiKeyId
+  readonly user_id: UserId
+  readonly name: string
+  readonly mode: Mode
+  readonly scopes: ReadonlyArray<ApiKeyScope>
+  /** SHA-256 of the key, hex: the key itself is never stored. */
+  readonly key_hash: string
+  readonly key_hint: string
+  readonly created_at: DateTime.Utc
+  readonly expires_at: DateTime.Utc | null
+}
+
+export interface NewBrokerConnection {
+  readonly id: BrokerId
+  readonly user_id: UserId
+  readonly name: string
+  readonly kind: BrokerKind
+  readonly mode: Mode
+  /** Encrypted credentials (live brokers), never returned by the API. */
+  readonly credentials: string | null
+  readonly created_at: DateTime.Utc
+}
+
+/** Users, their API keys and their broker connections. */
+export class AccountRepository extends Context.Tag("AccountRepository")<AccountRepository, {
+  readonly createUser: (user: NewUser) => Effect.Effect<User>
+  readonly findUser: (id: UserId) => Effect.Effect<Option.Option<User>>
+  readonly createApiKey: (key: NewApiKey) => Effect.Effect<ApiKey>
+  readonly listApiKeys: (userId: UserId) => Effect.Effect<ReadonlyArray<ApiKey>>
+  /** Revokes a key at once; false when there is no such key (or it was revoked already). */
+  readonly revokeApiKey: (id: ApiKeyId, at: DateTime.Utc) => Effect.Effect<boolean>
+  /** The key with this hash and its user, revoked and expired keys included. */
+  readonly findApiKeyByHash: (hash: string) => Effect.Effect<Option.Option<{ readonly key: ApiKey; readonly user: User }>>
+  readonly touchApiKey: (id: ApiKeyId, at: DateTime.Utc) => Effect.Effect<void>
+  readonly createBroker: (connection: NewBrokerConnection) => Effect.Effect<BrokerConnection>
+  /** A connection of this user; any string may be asked for, only an existing id matches. */
+  readonly findBroker: (userId: UserId, id: string) => Effect.Effect<Option.Option<BrokerConnection>>
+}>() {}

@@ -1,0 +1,84 @@
+import * as DateTime from "effect/DateTime"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
+import { ApiKey, BrokerConnection, User } from "../../domain/Account.js"
+import { AccountRepository, type NewApiKey } from "./AccountRepository.js"
+
+interface State {
+  readonly users: ReadonlyMap<string, User>
+  readonly keys: ReadonlyMap<string, { readonly key: ApiKey; readonly hash: string }>
+  readonly brokers: ReadonlyMap<string, BrokerConnection>
+}
+
+const withEntry = <V>(map: ReadonlyMap<string, V>, key: string, value: V): ReadonlyMap<string, V> =>
+  new Map(map).set(key, value)
+
+/** For fast unit tests of the logic above the repository; the contract suite holds it to the SQL one. */
+export const make = Effect.gen(function*() {
+  const state = yield* Ref.make<State>({ users: new Map(), keys: new Map(), brokers: new Map() })
+
+  const updateKey = (id: string, f: (key: ApiKey) => ApiKey | undefined) =>
+    Ref.modify(state, (s): [boolean, State] => {
+      const entry = s.keys.get(id)
+      const next = entry === undefined ? undefined : f(entry.key)
+      return entry === undefined || next === undefined
+        ? [false, s]
+        : [true, { ...s, keys: withEntry(s.keys, id, { ...entry, key: next }) }]
+    })
+
+  const toKey = (key: NewApiKey) =>
+    new ApiKey({
+      id: key.id,
+      user_id: key.user_id,
+      name: key.name,
+      mode: key.mode,
+      scopes: key.scopes,
+      key_hint: key.key_hint,
+      created_at: key.created_at,
+      expires_at: key.expires_at,
+      last_used_at: null,
+      revoked_at: null
+    })
+
+  return AccountRepository.of({
+    createUser: (input) =>
+      Ref.modify(state, (s) => {
+        const user = new User(input)
+        return [user, { ...s, users: withEntry(s.users, user.id, user) }]
+      }),
+    findUser: (id) => Effect.map(Ref.get(state), (s) => Option.fromNullable(s.users.get(id))),
+    createApiKey: (input) =>
+      Ref.modify(state, (s) => {
+        const key = toKey(input)
+        return [key, { ...s, keys: withEntry(s.keys, key.id, { key, hash: input.key_hash }) }]
+      }),
+    listApiKeys: (userId) =>
+      Effect.map(Ref.get(state), (s) => [...s.keys.values()].map((e) => e.key).filter((k) => k.user_id === userId)),
+    revokeApiKey: (id, at) =>
+      updateKey(id, (key) => key.revoked_at === null ? new ApiKey({ ...key, revoked_at: at }) : undefined),
+    findApiKeyByHash: (hash) =>
+      Effect.map(Ref.get(state), (s) =>
+        Option.fromNullable([...s.keys.values()].find((e) => e.hash === hash)).pipe(
+          Option.flatMap(({ key }) =>
+            Option.map(Option.fromNullable(s.users.get(key.user_id)), (user) => ({ key, user }))
+          )
+        )),
+    touchApiKey: (id, at) =>
+      updateKey(id, (key) =>
+        key.last_used_at === null || DateTime.lessThan(key.last_used_at, at)
+          ? new ApiKey({ ...key, last_used_at: at })
+          : undefined).pipe(Effect.asVoid),
+    createBroker: (input) =>
+      Ref.modify(state, (s) => {
+        const broker = new BrokerConnection(input)
+        return [broker, { ...s, brokers: withEntry(s.brokers, broker.id, broker) }]
+      }),
+    findBroker: (userId, id) =>
+      Effect.map(Ref.get(state), (s) =>
+        Option.fromNullable(s.brokers.get(id)).pipe(Option.filter((b) => b.user_id === userId)))
+  })
+})
+
+export const layer = Layer.effect(AccountRepository, make)

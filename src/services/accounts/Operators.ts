@@ -1,0 +1,140 @@
+import * as DateTime from "effect/DateTime"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as Crypto from "node:crypto"
+import {
+  allScopes,
+  ApiKeyNotFound,
+  type ApiKeyScope,
+  type BrokerKind,
+  brokerKindMode,
+  type Tier,
+  tierLimits,
+  UserNotFound
+} from "../../domain/Account.js"
+import { apiKeyHint } from "../../domain/ApiKeyFormat.js"
+import { ValidationError } from "../../domain/Errors.js"
+import { ApiKeyId, BrokerId, type Mode, UserId } from "../../domain/Ids.js"
+import { CredentialsCipher } from "../CredentialsCipher.js"
+import { Ids } from "../Ids.js"
+import { AccountRepository } from "./AccountRepository.js"
+
+/** The key is never stored: only its SHA-256. */
+export const hashApiKey = (key: string): string => Crypto.createHash("sha256").update(key).digest("hex")
+
+const isUserId = Schema.is(UserId)
+const isApiKeyId = Schema.is(ApiKeyId)
+
+const ALPACA_LIVE_URL = "https://api.alpaca.markets"
+
+/** The dashboard's use cases: users, API keys, broker connections. */
+export class Operators extends Effect.Service<Operators>()("Operators", {
+  effect: Effect.gen(function*() {
+    const accounts = yield* AccountRepository
+    const ids = yield* Ids
+    const cipher = yield* CredentialsCipher
+
+    const requireUser = (id: string) =>
+      Effect.filterOrFail(
+        isUserId(id) ? accounts.findUser(id) : Effect.succeedNone,
+        Option.isSome,
+        () => new UserNotFound()
+      ).pipe(Effect.map((user) => user.value))
+
+    const createUser = Effect.fn("Operators.createUser")(function*(input: {
+      readonly name: string
+      readonly tier: Tier
+      readonly requests_per_minute?: number | undefined
+      readonly intents_per_month?: number | undefined
+    }) {
+      const defaults = tierLimits[input.tier]
+      return yield* accounts.createUser({
+        id: UserId.make(yield* ids.uuid),
+        name: input.name,
+        tier: input.tier,
+        requests_per_minute: input.requests_per_minute ?? defaults.requestsPerMinute,
+        intents_per_month: input.intents_per_month ?? defaults.intentsPerMonth,
+        created_at: yield* DateTime.now
+      })
+    })
+
+    /** Creates a key; the returned `key` is the only time it is ever shown. */
+    const createApiKey = Effect.fn("Operators.createApiKey")(function*(userId: string, input: {
+      readonly name: string
+      readonly mode: Mode
+      readonly scopes?: ReadonlyArray<ApiKeyScope> | undefined
+      readonly expires_at?: DateTime.Utc | undefined
+    }) {
+      const user = yield* requireUser(userId)
+      const now = yield* DateTime.now
+      if (input.expires_at !== undefined && !DateTime.greaterThan(input.expires_at, now)) {
+        return yield* new ValidationError({ detail: "expires_at must be in the future" })
+      }
+      const key = `sk_${input.mode}_${yield* ids.base62(32)}`
+      const created = yield* accounts.createApiKey({
+        id: ApiKeyId.make(yield* ids.uuid),
+        user_id: user.id,
+        name: input.name,
+        mode: input.mode,
+        scopes: [...new Set(input.scopes ?? allScopes)],
+        key_hash: hashApiKey(key),
+        key_hint: apiKeyHint(key),
+        created_at: now,
+        expires_at: input.expires_at ?? null
+      })
+      return { ...created, key }
+    })
+
+    const createBroker = Effect.fn("Operators.createBroker")(function*(userId: string, input: {
+      readonly name: string
+      readonly kind: BrokerKind
+      readonly mode: Mode
+      readonly credentials?: {
+        readonly api_key_id: string
+        readonly api_secret_key: string
+        readonly base_url?: string | undefined
+      } | undefined
+    }) {
+      const user = yield* requireUser(userId)
+      if (brokerKindMode[input.kind] !== input.mode) {
+        return yield* new ValidationError({
+          detail: `kind ${input.kind} is only available in ${brokerKindMode[input.kind]} mode`
+        })
+      }
+      if (input.kind === "mock" && input.credentials !== undefined) {
+        return yield* new ValidationError({ detail: "credentials are not accepted for kind mock" })
+      }
+      if (input.kind === "alpaca" && input.credentials === undefined) {
+        return yield* new ValidationError({ detail: "credentials are required for kind alpaca" })
+      }
+      const credentials = input.credentials === undefined
+        ? null
+        : yield* cipher.encrypt(JSON.stringify({ base_url: ALPACA_LIVE_URL, ...input.credentials }))
+      return yield* accounts.createBroker({
+        id: BrokerId.make(yield* ids.uuid),
+        user_id: user.id,
+        name: input.name,
+        kind: input.kind,
+        mode: input.mode,
+        credentials,
+        created_at: yield* DateTime.now
+      })
+    })
+
+    return {
+      createUser,
+      getUser: requireUser,
+      createApiKey,
+      listApiKeys: (userId: string) => Effect.flatMap(requireUser(userId), (user) => accounts.listApiKeys(user.id)),
+      revokeApiKey: (keyId: string) =>
+        Effect.flatMap(DateTime.now, (now) =>
+          Effect.filterOrFail(
+            isApiKeyId(keyId) ? accounts.revokeApiKey(keyId, now) : Effect.succeed(false),
+            (revoked) => revoked,
+            () => new ApiKeyNotFound()
+          )).pipe(Effect.asVoid),
+      createBroker
+    } as const
+  })
+}) {}

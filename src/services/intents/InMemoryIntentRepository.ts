@@ -1,0 +1,83 @@
+import * as DateTime from "effect/DateTime"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Order from "effect/Order"
+import * as Ref from "effect/Ref"
+import { QuotaExceeded } from "../../domain/Auth.js"
+import type { Mode, Owner, UserId } from "../../domain/Ids.js"
+import { DuplicateIntent, TradeIntent } from "../../domain/Intent.js"
+import { IntentRepository } from "./IntentRepository.js"
+
+interface Stored {
+  readonly intent: TradeIntent
+  readonly userId: UserId
+  readonly mode: Mode
+}
+
+interface State {
+  readonly intents: ReadonlyArray<Stored>
+  /** Live intents counted per `user/period`. */
+  readonly usage: ReadonlyMap<string, number>
+}
+
+const newestFirst = Order.combine(
+  Order.reverse(Order.mapInput(DateTime.Order, (s: Stored) => s.intent.created_at)),
+  Order.reverse(Order.mapInput(Order.string, (s: Stored) => s.intent.id))
+)
+
+const owns = (owner: Owner) => (s: Stored) => s.userId === owner.userId && s.mode === owner.mode
+
+/** For fast unit tests of the logic above the repository; the contract suite holds it to the SQL one. */
+export const make = Effect.gen(function*() {
+  const state = yield* Ref.make<State>({ intents: [], usage: new Map() })
+
+  const find = (owner: Owner, predicate: (intent: TradeIntent) => boolean) =>
+    Effect.map(Ref.get(state), (s) =>
+      Option.fromNullable(s.intents.find((x) => owns(owner)(x) && predicate(x.intent))).pipe(
+        Option.map((x) => x.intent)
+      ))
+
+  return IntentRepository.of({
+    create: (input, { now, quota }) =>
+      Ref.modify(state, (s): [Effect.Effect<TradeIntent, DuplicateIntent | QuotaExceeded>, State] => {
+        const owner = { userId: input.user_id, mode: input.mode }
+        const existing = s.intents.find((x) => owns(owner)(x) && x.intent.intent_id === input.intent_id)
+        if (existing) return [Effect.fail(new DuplicateIntent({ existing: existing.intent.id })), s]
+        const usageKey = `${input.user_id}/${quota?.period}`
+        const used = s.usage.get(usageKey) ?? 0
+        if (quota !== undefined && used >= quota.limit) {
+          return [Effect.fail(new QuotaExceeded({ retry_after: quota.retryAfter })), s]
+        }
+        const intent = new TradeIntent({
+          ...input,
+          status: "pending",
+          status_reason: null,
+          orders: [],
+          created_at: now,
+          updated_at: now
+        })
+        return [Effect.succeed(intent), {
+          intents: [...s.intents, { intent, userId: input.user_id, mode: input.mode }],
+          usage: quota === undefined ? s.usage : new Map(s.usage).set(usageKey, used + 1)
+        }]
+      }).pipe(Effect.flatten),
+    findById: (owner, id) => find(owner, (intent) => intent.id === id),
+    findByExternalId: (owner, intentId) => find(owner, (intent) => intent.intent_id === intentId),
+    list: (owner, query) =>
+      Effect.map(Ref.get(state), (s) => {
+        const matching = s.intents
+          .filter((x) =>
+            owns(owner)(x) &&
+            (query.status === undefined || x.intent.status === query.status) &&
+            (query.symbol === undefined || x.intent.symbol === query.symbol.toUpperCase()) &&
+            (query.brokerId === undefined || x.intent.broker_id === query.brokerId)
+          )
+          .sort(newestFirst)
+        const start = (query.page - 1) * query.pageSize
+        return { items: matching.slice(start, start + query.pageSize).map((x) => x.intent), total: matching.length }
+      })
+  })
+})
+
+export const layer = Layer.effect(IntentRepository, make)

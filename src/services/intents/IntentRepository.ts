@@ -1,0 +1,42 @@
+import * as Context from "effect/Context"
+import type * as DateTime from "effect/DateTime"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
+import type { QuotaExceeded } from "../../domain/Auth.js"
+import type { Owner } from "../../domain/Ids.js"
+import type { DuplicateIntent, IntentStatus, NewIntent, TradeIntent } from "../../domain/Intent.js"
+
+/** The monthly quota a creation is held to (live intents only). */
+export interface Quota {
+  readonly limit: number
+  /** First day of the current period (UTC calendar month), `YYYY-MM-DD`. */
+  readonly period: string
+  /** Seconds until the next period, for the 429's `retry_after`. */
+  readonly retryAfter: number
+}
+
+export interface IntentQuery {
+  readonly page: number
+  readonly pageSize: number
+  readonly status?: IntentStatus | undefined
+  readonly symbol?: string | undefined
+  readonly brokerId?: string | undefined
+}
+
+export class IntentRepository extends Context.Tag("IntentRepository")<IntentRepository, {
+  /**
+   * Inserts a pending intent. Idempotency rests on the unique (user, mode, intent_id); the quota
+   * is counted in the same transaction, after the duplicate check, so neither can be overshot.
+   */
+  readonly create: (
+    intent: NewIntent,
+    options: { readonly now: DateTime.Utc; readonly quota: Quota | undefined }
+  ) => Effect.Effect<TradeIntent, DuplicateIntent | QuotaExceeded>
+  readonly findById: (owner: Owner, id: string) => Effect.Effect<Option.Option<TradeIntent>>
+  readonly findByExternalId: (owner: Owner, intentId: string) => Effect.Effect<Option.Option<TradeIntent>>
+  /** Newest first (`created_at` desc, then `id` desc). */
+  readonly list: (
+    owner: Owner,
+    query: IntentQuery
+  ) => Effect.Effect<{ readonly items: ReadonlyArray<TradeIntent>; readonly total: number }>
+}>() {}

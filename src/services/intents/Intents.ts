@@ -1,0 +1,59 @@
+import * as DateTime from "effect/DateTime"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import { BrokerNotFound } from "../../domain/Account.js"
+import { Forbidden } from "../../domain/Auth.js"
+import { IntentId, BrokerId, type Owner, type UserId, type Mode } from "../../domain/Ids.js"
+import { type CreateIntentPayload, IntentNotFound, validateOrder } from "../../domain/Intent.js"
+import { monthlyPeriod } from "../../domain/Limits.js"
+import { AccountRepository } from "../accounts/AccountRepository.js"
+import { Ids } from "../Ids.js"
+import { type IntentQuery, IntentRepository } from "./IntentRepository.js"
+
+/** Who creates: the key's user and mode, and the user's monthly quota of live intents. */
+export interface Creator {
+  readonly userId: UserId
+  readonly mode: Mode
+  readonly intentsPerMonth: number
+}
+
+/** The Trade Intent use cases, above the repositories and below HTTP. */
+export class Intents extends Effect.Service<Intents>()("Intents", {
+  effect: Effect.gen(function*() {
+    const repository = yield* IntentRepository
+    const accounts = yield* AccountRepository
+    const ids = yield* Ids
+
+    /** DESIGN.md's order after the body: rules (422), broker (404/403), duplicate (409), quota (429). */
+    const create = Effect.fn("Intents.create")(function*(creator: Creator, payload: CreateIntentPayload) {
+      const order = yield* validateOrder(payload)
+      const broker = yield* accounts.findBroker(creator.userId, payload.broker_id).pipe(
+        Effect.flatMap(Option.match({ onNone: () => Effect.fail(new BrokerNotFound()), onSome: Effect.succeed }))
+      )
+      if (broker.mode !== creator.mode) return yield* new Forbidden()
+      const now = yield* DateTime.now
+      const id = IntentId.make(yield* ids.uuid)
+      const quota = creator.mode === "live"
+        ? { limit: creator.intentsPerMonth, ...monthlyPeriod(now) }
+        : undefined
+      return yield* repository.create({
+        ...order,
+        id,
+        user_id: creator.userId,
+        mode: creator.mode,
+        intent_id: payload.intent_id,
+        broker_id: BrokerId.make(broker.id)
+      }, { now, quota })
+    })
+
+    const found = <A, E>(lookup: Effect.Effect<Option.Option<A>, E>) =>
+      Effect.flatMap(lookup, Option.match({ onNone: () => Effect.fail(new IntentNotFound()), onSome: Effect.succeed }))
+
+    return {
+      create,
+      get: (owner: Owner, id: string) => repository.findById(owner, id).pipe(found),
+      getByExternalId: (owner: Owner, intentId: string) => repository.findByExternalId(owner, intentId).pipe(found),
+      list: (owner: Owner, query: IntentQuery) => repository.list(owner, query)
+    } as const
+  })
+}) {}
