@@ -1,0 +1,49 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { Operators } from "./services/accounts/Operators.js"
+import { DatabaseInfo } from "./sql/Database.js"
+
+/**
+ * The first start on an empty embedded database creates a demo user with a test key and a mock
+ * broker connection, and prints what a newcomer needs to send a first intent. Never on PostgreSQL,
+ * never once a user exists. This is the one moment the key is shown.
+ */
+export const layer = (baseUrl: string) =>
+  Layer.effectDiscard(
+    Effect.gen(function*() {
+      const database = yield* DatabaseInfo
+      if (database.kind !== "pglite") return
+      const sql = yield* SqlClient.SqlClient
+      const [existing] = yield* sql<{ readonly seeded: boolean }>`SELECT EXISTS (SELECT 1 FROM users) AS seeded`
+      if (existing?.seeded === true) return
+      const operators = yield* Operators
+      const user = yield* operators.createUser({ name: "Demo user", tier: "free" })
+      const { key } = yield* operators.createApiKey(user.id, { name: "Demo test key", mode: "test" })
+      const broker = yield* operators.createBroker(user.id, { name: "Mock broker", kind: "mock", mode: "test" })
+      const body = JSON.stringify({
+        intent_id: "demo-1",
+        symbol: "AAPL",
+        side: "buy",
+        quantity: 10,
+        order_type: "market",
+        broker_id: broker.id
+      })
+      yield* Console.log([
+        "",
+        "First run: created a demo user with a test API key and a mock broker connection.",
+        `  API key (shown only now): ${key}`,
+        `  broker_id:                ${broker.id}`,
+        "",
+        "Create a Trade Intent:",
+        `  curl -s -X POST ${baseUrl}/api/v1/intents \\`,
+        `    -H 'Authorization: Bearer ${key}' \\`,
+        "    -H 'Content-Type: application/json' \\",
+        `    -d '${body}'`,
+        "",
+        `API reference: ${baseUrl}/docs`,
+        ""
+      ].join("\n"))
+    }).pipe(Effect.orDie)
+  )

@@ -1,0 +1,85 @@
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import { AppConfig } from "./Config.js"
+import { AdminAuthLive, ApiKeyAuthLive } from "./http/Auth.js"
+import { Operators } from "./services/accounts/Operators.js"
+import * as SqlAccountRepository from "./services/accounts/SqlAccountRepository.js"
+import { CredentialsCipher } from "./services/CredentialsCipher.js"
+import * as InMemoryAccountRepository from "./services/accounts/InMemoryAccountRepository.js"
+import { Health } from "./services/Health.js"
+import { Ids } from "./services/Ids.js"
+import * as InMemoryIntentRepository from "./services/intents/InMemoryIntentRepository.js"
+import { Intents } from "./services/intents/Intents.js"
+import * as SqlIntentRepository from "./services/intents/SqlIntentRepository.js"
+import { RateLimiter } from "./services/RateLimiter.js"
+import { DatabaseInfo } from "./sql/Database.js"
+
+export interface ServiceOptions {
+  readonly adminToken: Option.Option<Redacted.Redacted<string>>
+  readonly credentialsKey: Option.Option<Redacted.Redacted<string>>
+}
+
+/** The ports' real implementations, on the `SqlClient` in context. */
+export const ports = (options: ServiceOptions) =>
+  Layer.mergeAll(
+    SqlIntentRepository.layer,
+    SqlAccountRepository.layer,
+    RateLimiter.layerSql,
+    Health.layer,
+    Ids.layer,
+    CredentialsCipher.layer(options.credentialsKey)
+  )
+
+/** The ports in memory, for fast tests of everything above them: no database at all. */
+export const portsInMemory = (options: ServiceOptions) =>
+  Layer.mergeAll(
+    InMemoryIntentRepository.layer,
+    InMemoryAccountRepository.layer,
+    RateLimiter.layerInMemory,
+    Health.layerInMemory,
+    Ids.layer,
+    CredentialsCipher.layer(options.credentialsKey)
+  )
+
+/** Everything the HTTP server needs above the ports: use cases and the security middleware. */
+export const application = Layer.mergeAll(Intents.Default, Operators.Default, ApiKeyAuthLive)
+
+/** The whole service below HTTP over the given ports: swap one port to test what sits above it. */
+export const withPorts = <E, R>(options: ServiceOptions, ports: Layer.Layer<Layer.Layer.Success<ReturnType<typeof portsInMemory>>, E, R>) =>
+  Layer.mergeAll(application, AdminAuthLive(options.adminToken)).pipe(Layer.provideMerge(ports))
+
+/** The whole service below HTTP, on the `SqlClient` in context. */
+export const layer = (options: ServiceOptions) => withPorts(options, ports(options))
+
+/** The whole service below HTTP with in-memory ports: no database at all. */
+export const layerInMemory = (options: ServiceOptions) => withPorts(options, portsInMemory(options))
+
+const KEY_FILE = "credentials.key"
+
+/** On PGlite with no `CREDENTIALS_KEY`, a key kept in `DATA_DIR` (created once, readable by the owner only). */
+const localCredentialsKey = (dataDir: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const path = `${dataDir}/${KEY_FILE}`
+    if (!(yield* fs.exists(path))) {
+      const ids = yield* Ids
+      yield* fs.writeFileString(path, yield* ids.hex(32), { mode: 0o600 })
+    }
+    return Redacted.make((yield* fs.readFileString(path)).trim())
+  }).pipe(Effect.provide(Ids.layer), Effect.orDie)
+
+/** `layer` from the configuration (DESIGN.md section 2), on the database in context. */
+export const layerConfig = Layer.unwrapEffect(
+  Effect.gen(function*() {
+    const database = yield* DatabaseInfo
+    const adminToken = yield* AppConfig.adminToken
+    const configured = yield* AppConfig.credentialsKey
+    const credentialsKey = Option.isNone(configured) && database.kind === "pglite" && database.dataDir !== undefined
+      ? Option.some(yield* localCredentialsKey(database.dataDir))
+      : configured
+    return layer({ adminToken, credentialsKey })
+  })
+)

@@ -1,0 +1,67 @@
+import * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import { edgeErrors } from "../api/ApiErrors.js"
+import { CurrentRequestId } from "../api/RequestId.js"
+import { Ids } from "../services/Ids.js"
+import { errorResponse } from "./ErrorResponse.js"
+
+/** Request bodies larger than this are refused with 413 before anything reads them. */
+export const MAX_BODY_BYTES = 64 * 1024
+
+const hasBody = (headers: Readonly<Record<string, string | undefined>>) =>
+  (headers["content-length"] !== undefined && headers["content-length"] !== "0") ||
+  headers["transfer-encoding"] !== undefined
+
+const isJson = (contentType: string | undefined) =>
+  contentType !== undefined && /^application\/json\s*(;|$)/i.test(contentType.trim())
+
+/** What the edge refuses before any parsing: an oversized body, a body that is not JSON. */
+const refusal = (request: HttpServerRequest.HttpServerRequest) => {
+  const length = Number(request.headers["content-length"] ?? 0)
+  if (length > MAX_BODY_BYTES) return edgeErrors.payloadTooLarge
+  if (hasBody(request.headers) && !isJson(request.headers["content-type"])) return edgeErrors.unsupportedMediaType
+  return undefined
+}
+
+/**
+ * The outermost middleware: gives every request an id (the `X-Request-Id` header and the
+ * `request_id` of error bodies), applies the edge limits, and logs one line per request:
+ * method, path, status, duration and request id, never a key or a body.
+ */
+export const middleware = (app: HttpApp.Default): HttpApp.Default<never, Ids> =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const ids = yield* Ids
+    const requestId = `req_${(yield* ids.uuid).replaceAll("-", "")}`
+    const started = yield* Clock.currentTimeMillis
+    const refused = refusal(request)
+    const served = refused !== undefined
+      ? Effect.map(errorResponse(refused), HttpServerResponse.setHeader("x-request-id", requestId))
+      : Effect.zipRight(
+        HttpApp.appendPreResponseHandler((_, response) =>
+          Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", requestId))
+        ),
+        app.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)))
+      )
+    return yield* served.pipe(
+      Effect.locally(CurrentRequestId, requestId),
+      Effect.onExit((exit) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Effect.logInfo("request").pipe(
+            Effect.annotateLogs({
+              method: request.method,
+              path: request.url.split("?")[0],
+              status: Exit.isSuccess(exit) ? exit.value.status : 500,
+              duration_ms: now - started,
+              request_id: requestId
+            })
+          ))
+      )
+    )
+  })

@@ -1,0 +1,52 @@
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Effect from "effect/Effect"
+import { Api } from "../api/Api.js"
+import { IntentPage } from "../api/IntentsApi.js"
+import { CurrentPrincipal } from "../api/Security.js"
+import type { DuplicateIntent } from "../domain/Intent.js"
+import { Intents } from "../services/intents/Intents.js"
+
+/** A 409 points at the intent that already holds the intent_id. */
+const locateExisting = (error: { readonly _tag: string } | DuplicateIntent) =>
+  "existing" in error && error._tag === "DuplicateIntent" && error.existing !== undefined
+    ? HttpApp.appendPreResponseHandler((_, response) =>
+      Effect.succeed(HttpServerResponse.setHeader(response, "location", `/api/v1/intents/${error.existing}`))
+    )
+    : Effect.void
+
+export const IntentsHttpLive = HttpApiBuilder.group(Api, "intents", (handlers) =>
+  Effect.gen(function*() {
+    const intents = yield* Intents
+    return handlers
+      .handle("createIntent", ({ payload }) =>
+        Effect.flatMap(CurrentPrincipal, (principal) =>
+          intents.create({
+            userId: principal.user.id,
+            mode: principal.mode,
+            intentsPerMonth: principal.user.intents_per_month
+          }, payload)).pipe(Effect.tapError(locateExisting)))
+      .handle("getIntent", ({ path }) =>
+        Effect.flatMap(CurrentPrincipal, (principal) => intents.get(principal.owner, path.id)))
+      .handle("getIntentByExternalId", ({ path }) =>
+        Effect.flatMap(CurrentPrincipal, (principal) => intents.getByExternalId(principal.owner, path.intent_id)))
+      .handle("listIntents", ({ urlParams }) =>
+        Effect.gen(function*() {
+          const principal = yield* CurrentPrincipal
+          const { items, total } = yield* intents.list(principal.owner, {
+            page: urlParams.page,
+            pageSize: urlParams.page_size,
+            status: urlParams.status,
+            symbol: urlParams.symbol,
+            brokerId: urlParams.broker_id
+          })
+          return new IntentPage({
+            items,
+            page: urlParams.page,
+            page_size: urlParams.page_size,
+            total_items: total,
+            total_pages: Math.ceil(total / urlParams.page_size)
+          })
+        }))
+  }))

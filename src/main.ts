@@ -1,0 +1,41 @@
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import { createServer } from "node:http"
+import { AppConfig } from "./Config.js"
+import * as FirstRun from "./FirstRun.js"
+import * as Server from "./http/Server.js"
+import * as Services from "./Services.js"
+import * as Database from "./sql/Database.js"
+
+const Logging = Layer.unwrapEffect(
+  Effect.gen(function*() {
+    const format = yield* AppConfig.logFormat
+    const level = yield* AppConfig.logLevel
+    const logger = format === "json" ? Logger.json : format === "pretty" ? Logger.pretty : Logger.logFmt
+    return Layer.merge(logger, Logger.minimumLogLevel(level))
+  })
+)
+
+const Main = Layer.unwrapEffect(
+  Effect.gen(function*() {
+    const port = yield* AppConfig.port
+    const host = yield* AppConfig.host
+    const local = host === "0.0.0.0" || host === "::" ? "localhost" : host
+    const services = Services.layerConfig.pipe(Layer.provideMerge(Database.migrated(Database.layerConfig)))
+    return Server.layer.pipe(
+      Layer.provide(NodeHttpServer.layer(() => createServer({ maxHeaderSize: 16 * 1024 }), { port, host })),
+      Layer.provide(FirstRun.layer(`http://${local}:${port}`)),
+      Layer.provide(services)
+    )
+  })
+)
+
+Layer.launch(Main).pipe(
+  Effect.provide(NodeContext.layer),
+  Effect.provide(Logging),
+  NodeRuntime.runMain({ disablePrettyLogger: true })
+)
