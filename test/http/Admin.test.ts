@@ -1,0 +1,125 @@
+import { describe, expect, layer } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import { admin, marketOrder, signUp } from "../support/Scenario.js"
+import { send } from "../support/TestServer.js"
+import { servers } from "./Backends.js"
+
+for (const [name, server] of servers) {
+  layer(server, { timeout: 60_000, excludeTestServices: true })(`operator API on ${name}`, (it) => {
+    describe("/admin/v1", () => {
+      it.effect("refuses requests without the admin token", () =>
+        Effect.gen(function*() {
+          for (const headers of [{}, { authorization: "Bearer wrong" }, { authorization: "test-admin-token" }]) {
+            const reply = yield* send("POST", "/admin/v1/users", { json: { name: "x", tier: "free" }, headers })
+            expect(reply.status).toBe(401)
+            expect(reply.body).toMatchObject({ error_code: "unauthorized", detail: "Invalid admin token" })
+          }
+        }))
+
+      it.effect("creates users with their tier's limits, or custom ones", () =>
+        Effect.gen(function*() {
+          const free = yield* admin("POST", "/users", { name: "Free", tier: "free" })
+          expect(free.status).toBe(201)
+          expect(free.body).toMatchObject({ name: "Free", tier: "free", requests_per_minute: 60, intents_per_month: 100 })
+          const pro = yield* admin("POST", "/users", { name: "Pro", tier: "pro" })
+          expect(pro.body).toMatchObject({ requests_per_minute: 300, intents_per_month: 1000 })
+          const enterprise = yield* admin("POST", "/users", {
+            name: "Big",
+            tier: "enterprise",
+            requests_per_minute: 5000,
+            intents_per_month: 50000
+          })
+          expect(enterprise.body).toMatchObject({ requests_per_minute: 5000, intents_per_month: 50000 })
+          const id = (free.body as { id: string }).id
+          expect((yield* admin("GET", `/users/${id}`)).body).toEqual(free.body)
+          const missing = yield* admin("GET", "/users/00000000-0000-0000-0000-000000000000")
+          expect(missing.status).toBe(404)
+          expect(missing.body).toMatchObject({ error_code: "user_not_found", detail: "User not found" })
+          const bad = yield* admin("POST", "/users", { name: "X", tier: "gold" })
+          expect(bad.status).toBe(400)
+          expect(bad.body).toMatchObject({ detail: "tier must be one of: free, pro, enterprise" })
+        }))
+
+      it.effect("shows a key once, lists keys without it, and revocation takes effect at once", () =>
+        Effect.gen(function*() {
+          const { key, mockId, userId } = yield* signUp()
+          const created = yield* admin("POST", `/users/${userId}/api-keys`, { name: "CI", mode: "test" })
+          expect(created.status).toBe(201)
+          const body = created.body as { id: string; key: string; key_hint: string }
+          expect(body.key).toMatch(/^sk_test_[A-Za-z0-9]{32}$/)
+          expect(body.key_hint).toBe(`sk_test_…${body.key.slice(-4)}`)
+          expect(created.body).toMatchObject({
+            name: "CI",
+            mode: "test",
+            scopes: ["intents:read", "intents:write"],
+            expires_at: null,
+            last_used_at: null
+          })
+
+          expect((yield* send("POST", "/api/v1/intents", { key: body.key, json: marketOrder(mockId) })).status).toBe(201)
+          const listed = yield* admin("GET", `/users/${userId}/api-keys`)
+          expect(listed.text).not.toContain(body.key)
+          const item = (listed.body as { items: Array<{ id: string; last_used_at: string | null }> }).items.find((k) =>
+            k.id === body.id
+          )
+          expect(item).toBeDefined()
+          expect(item).not.toHaveProperty("key")
+          yield* Effect.sleep("100 millis")
+          const after = yield* admin("GET", `/users/${userId}/api-keys`)
+          const used = (after.body as { items: Array<{ id: string; last_used_at: string | null }> }).items.find((k) =>
+            k.id === body.id
+          )
+          expect(used?.last_used_at).not.toBeNull()
+
+          expect((yield* admin("DELETE", `/api-keys/${body.id}`)).status).toBe(204)
+          const refused = yield* send("GET", "/api/v1/intents", { key: body.key })
+          expect(refused.status).toBe(401)
+          const again = yield* admin("DELETE", `/api-keys/${body.id}`)
+          expect(again.status).toBe(404)
+          expect(again.body).toMatchObject({ error_code: "api_key_not_found" })
+
+          const live = yield* key("live")
+          expect(live.key).toMatch(/^sk_live_[A-Za-z0-9]{32}$/)
+          const past = yield* admin("POST", `/users/${userId}/api-keys`, {
+            name: "old",
+            mode: "test",
+            expires_at: "2001-01-01T00:00:00Z"
+          })
+          expect(past.status).toBe(400)
+          expect(past.body).toMatchObject({ detail: "expires_at must be in the future" })
+        }))
+
+      it.effect("broker connections: mock is test only, alpaca live only with credentials never returned", () =>
+        Effect.gen(function*() {
+          const { userId } = yield* signUp()
+          const mock = yield* admin("POST", `/users/${userId}/brokers`, { name: "M", kind: "mock", mode: "test" })
+          expect(mock.status).toBe(201)
+          expect(Object.keys(mock.body as object).sort()).toEqual(["created_at", "id", "kind", "mode", "name"])
+          const alpaca = yield* admin("POST", `/users/${userId}/brokers`, {
+            name: "A",
+            kind: "alpaca",
+            mode: "live",
+            credentials: { api_key_id: "AKID", api_secret_key: "s3cret-value" }
+          })
+          expect(alpaca.status).toBe(201)
+          expect(alpaca.text).not.toContain("s3cret-value")
+          const cases: ReadonlyArray<readonly [Record<string, unknown>, string]> = [
+            [{ name: "M", kind: "mock", mode: "live" }, "kind mock is only available in test mode"],
+            [{ name: "A", kind: "alpaca", mode: "test", credentials: { api_key_id: "a", api_secret_key: "b" } },
+              "kind alpaca is only available in live mode"],
+            [{ name: "A", kind: "alpaca", mode: "live" }, "credentials are required for kind alpaca"],
+            [{ name: "M", kind: "mock", mode: "test", credentials: { api_key_id: "a", api_secret_key: "b" } },
+              "credentials are not accepted for kind mock"],
+            [{ name: "M", kind: "ib", mode: "test" }, "kind must be one of: mock, alpaca"]
+          ]
+          for (const [body, detail] of cases) {
+            const reply = yield* admin("POST", `/users/${userId}/brokers`, body)
+            expect(reply.status).toBe(400)
+            expect(reply.body).toMatchObject({ error_code: "validation_error", detail })
+          }
+          const unknownUser = yield* admin("POST", "/users/nope/brokers", { name: "M", kind: "mock", mode: "test" })
+          expect(unknownUser.status).toBe(404)
+        }))
+    })
+  })
+}

@@ -1,0 +1,243 @@
+import { describe, expect, layer } from "@effect/vitest"
+import * as DateTime from "effect/DateTime"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as TestClock from "effect/TestClock"
+import { ApiKeyId, UserId } from "../../src/domain/Ids.js"
+import { AccountRepository } from "../../src/services/accounts/AccountRepository.js"
+import * as InMemoryAccountRepository from "../../src/services/accounts/InMemoryAccountRepository.js"
+import * as SqlAccountRepository from "../../src/services/accounts/SqlAccountRepository.js"
+import * as InMemoryIntentRepository from "../../src/services/intents/InMemoryIntentRepository.js"
+import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
+import * as SqlIntentRepository from "../../src/services/intents/SqlIntentRepository.js"
+import * as Database from "../../src/sql/Database.js"
+import { newApiKey, newIntent, seedUser, uuid } from "../support/Fixtures.js"
+import * as Postgres from "../support/Postgres.js"
+
+const sqlRepositories = Layer.mergeAll(SqlIntentRepository.layer, SqlAccountRepository.layer)
+
+const backends = [
+  ["in-memory", Layer.mergeAll(InMemoryIntentRepository.layer, InMemoryAccountRepository.layer)],
+  ["PGlite", sqlRepositories.pipe(Layer.provide(Database.migrated(Database.pglite(undefined))))],
+  ["PostgreSQL", sqlRepositories.pipe(Layer.provide(Postgres.layerFresh))]
+] as const
+
+const quota = (limit: number) => ({ limit, period: "1970-01-01", retryAfter: 60 })
+
+for (const [name, backend] of backends) {
+  layer(backend, { timeout: 60_000 })(`repository contract: ${name}`, (it) => {
+    describe("accounts", () => {
+      it.effect("creates and finds users", () =>
+        Effect.gen(function*() {
+          const accounts = yield* AccountRepository
+          const { user } = yield* seedUser
+          const found = yield* accounts.findUser(user.id)
+          expect(Option.getOrThrow(found)).toEqual(user)
+          expect(Option.isNone(yield* accounts.findUser(UserId.make(uuid())))).toBe(true)
+        }))
+
+      it.effect("finds API keys by hash with their user, lists them, revokes once", () =>
+        Effect.gen(function*() {
+          const accounts = yield* AccountRepository
+          const { user } = yield* seedUser
+          const input = yield* newApiKey(user.id)
+          const key = yield* accounts.createApiKey(input)
+          expect(key.scopes).toEqual(["intents:read", "intents:write"])
+          expect(key.revoked_at).toBeNull()
+
+          const found = Option.getOrThrow(yield* accounts.findApiKeyByHash(input.key_hash))
+          expect(found.key).toEqual(key)
+          expect(found.user).toEqual(user)
+          expect(Option.isNone(yield* accounts.findApiKeyByHash("0".repeat(64)))).toBe(true)
+          expect((yield* accounts.listApiKeys(user.id)).map((k) => k.id)).toEqual([key.id])
+
+          const now = yield* DateTime.now
+          expect(yield* accounts.revokeApiKey(key.id, now)).toBe(true)
+          expect(yield* accounts.revokeApiKey(key.id, now)).toBe(false)
+          expect(yield* accounts.revokeApiKey(ApiKeyId.make(uuid()), now)).toBe(false)
+          const revoked = Option.getOrThrow(yield* accounts.findApiKeyByHash(input.key_hash))
+          expect(revoked.key.revoked_at).toEqual(now)
+        }))
+
+      it.effect("records when a key was last used, never moving it back", () =>
+        Effect.gen(function*() {
+          const accounts = yield* AccountRepository
+          const { user } = yield* seedUser
+          const input = yield* newApiKey(user.id)
+          yield* accounts.createApiKey(input)
+          const later = DateTime.unsafeMake("2026-01-02T03:04:05.000Z")
+          yield* accounts.touchApiKey(input.id, later)
+          yield* accounts.touchApiKey(input.id, DateTime.unsafeMake("2026-01-01T00:00:00.000Z"))
+          const found = Option.getOrThrow(yield* accounts.findApiKeyByHash(input.key_hash))
+          expect(found.key.last_used_at).toEqual(later)
+        }))
+
+      it.effect("finds a broker connection only for its own user, and any string is a safe id", () =>
+        Effect.gen(function*() {
+          const accounts = yield* AccountRepository
+          const ada = yield* seedUser
+          const bob = yield* seedUser
+          expect(Option.getOrThrow(yield* accounts.findBroker(ada.user.id, ada.testBroker.id))).toEqual(ada.testBroker)
+          expect(Option.isNone(yield* accounts.findBroker(bob.user.id, ada.testBroker.id))).toBe(true)
+          expect(Option.isNone(yield* accounts.findBroker(ada.user.id, "not-a-uuid'; --"))).toBe(true)
+        }))
+    })
+
+    describe("intents", () => {
+      it.effect("creates a pending intent with no orders and finds it by id and by intent_id", () =>
+        Effect.gen(function*() {
+          const intents = yield* IntentRepository
+          const { testBroker, user } = yield* seedUser
+          const owner = { userId: user.id, mode: "test" as const }
+          const input = newIntent(owner, testBroker.id, {
+            quantity: 0.000000001,
+            order_type: "stop_limit",
+            limit_price: 123456.5,
+            stop_price: 99.123456789,
+            time_in_force: "gtc",
+            extended_hours: true
+          })
+          const now = yield* DateTime.now
+          const created = yield* intents.create(input, { now, quota: undefined })
+          expect(created).toMatchObject({
+            id: input.id,
+            intent_id: input.intent_id,
+            status: "pending",
+            status_reason: null,
+            orders: [],
+            quantity: 0.000000001,
+            limit_price: 123456.5,
+            stop_price: 99.123456789,
+            time_in_force: "gtc",
+            extended_hours: true
+          })
+          expect(Option.getOrThrow(yield* intents.findById(owner, input.id))).toEqual(created)
+          expect(Option.getOrThrow(yield* intents.findByExternalId(owner, input.intent_id))).toEqual(created)
+        }))
+
+      it.effect("never shows an intent to another user, to the other mode, or for a malformed id", () =>
+        Effect.gen(function*() {
+          const intents = yield* IntentRepository
+          const ada = yield* seedUser
+          const bob = yield* seedUser
+          const owner = { userId: ada.user.id, mode: "test" as const }
+          const input = newIntent(owner, ada.testBroker.id)
+          yield* intents.create(input, { now: yield* DateTime.now, quota: undefined })
+          for (const other of [{ userId: bob.user.id, mode: "test" as const }, { ...owner, mode: "live" as const }]) {
+            expect(Option.isNone(yield* intents.findById(other, input.id))).toBe(true)
+            expect(Option.isNone(yield* intents.findByExternalId(other, input.intent_id))).toBe(true)
+            expect((yield* intents.list(other, { page: 1, pageSize: 100 })).total).toBe(0)
+          }
+          expect(Option.isNone(yield* intents.findById(owner, "not-a-uuid"))).toBe(true)
+        }))
+
+      it.effect("refuses a second intent with the same intent_id per user and mode, naming the first", () =>
+        Effect.gen(function*() {
+          const intents = yield* IntentRepository
+          const { liveBroker, testBroker, user } = yield* seedUser
+          const now = yield* DateTime.now
+          const test = { userId: user.id, mode: "test" as const }
+          const first = yield* intents.create(newIntent(test, testBroker.id, { intent_id: "same" }), {
+            now,
+            quota: undefined
+          })
+          const again = yield* Effect.flip(
+            intents.create(newIntent(test, testBroker.id, { intent_id: "same" }), { now, quota: undefined })
+          )
+          expect(again).toMatchObject({ _tag: "DuplicateIntent", existing: first.id })
+          const live = { userId: user.id, mode: "live" as const }
+          const inLive = yield* intents.create(newIntent(live, liveBroker.id, { intent_id: "same" }), {
+            now,
+            quota: undefined
+          })
+          expect(inLive.intent_id).toBe("same")
+        }))
+
+      it.effect("twenty concurrent creations with one intent_id yield one intent", () =>
+        Effect.gen(function*() {
+          const intents = yield* IntentRepository
+          const { testBroker, user } = yield* seedUser
+          const owner = { userId: user.id, mode: "test" as const }
+          const now = yield* DateTime.now
+          const results = yield* Effect.all(
+            Array.from({ length: 20 }, () =>
+              Effect.either(intents.create(newIntent(owner, testBroker.id, { intent_id: "race" }), {
+                now,
+                quota: undefined
+              }))),
+            { concurrency: "unbounded" }
+          )
+          expect(results.filter(Either.isRight)).toHaveLength(1)
+          expect(results.filter(Either.isLeft).map((e) => e.left._tag)).toEqual(Array(19).fill("DuplicateIntent"))
+          expect((yield* intents.list(owner, { page: 1, pageSize: 100 })).total).toBe(1)
+        }))
+
+      it.effect("holds live creations to the quota, after the duplicate check, and counts only successes", () =>
+        Effect.gen(function*() {
+          const intents = yield* IntentRepository
+          const { liveBroker, user } = yield* seedUser
+          const owner = { userId: user.id, mode: "live" as const }
+          const now = yield* DateTime.now
+          const create = (intentId: string) =>
+            intents.create(newIntent(owner, liveBroker.id, { intent_id: intentId }), { now, quota: quota(2) })
+          yield* create("a")
+          expect((yield* Effect.flip(create("a")))._tag).toBe("DuplicateIntent")
+          yield* create("b")
+          expect(yield* Effect.flip(create("c"))).toMatchObject({ _tag: "QuotaExceeded", retry_after: 60 })
+          expect((yield* Effect.flip(create("a")))._tag).toBe("DuplicateIntent")
+          expect((yield* intents.list(owner, { page: 1, pageSize: 100 })).total).toBe(2)
+        }))
+
+      it.effect("concurrent creations at the quota boundary never exceed it", () =>
+        Effect.gen(function*() {
+          const intents = yield* IntentRepository
+          const { liveBroker, user } = yield* seedUser
+          const owner = { userId: user.id, mode: "live" as const }
+          const now = yield* DateTime.now
+          const results = yield* Effect.all(
+            Array.from({ length: 12 }, (_, i) =>
+              Effect.either(
+                intents.create(newIntent(owner, liveBroker.id, { intent_id: `q-${i}` }), { now, quota: quota(5) })
+              )),
+            { concurrency: "unbounded" }
+          )
+          expect(results.filter(Either.isRight)).toHaveLength(5)
+          expect((yield* intents.list(owner, { page: 1, pageSize: 100 })).total).toBe(5)
+        }))
+
+      it.effect("lists newest first, paginates with true totals, and filters", () =>
+        Effect.gen(function*() {
+          const intents = yield* IntentRepository
+          const { testBroker, user } = yield* seedUser
+          const owner = { userId: user.id, mode: "test" as const }
+          const created = []
+          for (let i = 0; i < 5; i++) {
+            yield* TestClock.adjust("1 second")
+            created.push(
+              yield* intents.create(
+                newIntent(owner, testBroker.id, { symbol: i % 2 === 0 ? "AAPL" : "MSFT" }),
+                { now: yield* DateTime.now, quota: undefined }
+              )
+            )
+          }
+          const newest = created.map((i) => i.id).reverse()
+          const page1 = yield* intents.list(owner, { page: 1, pageSize: 2 })
+          expect(page1.items.map((i) => i.id)).toEqual(newest.slice(0, 2))
+          expect(page1.total).toBe(5)
+          const page3 = yield* intents.list(owner, { page: 3, pageSize: 2 })
+          expect(page3.items.map((i) => i.id)).toEqual(newest.slice(4))
+          const past = yield* intents.list(owner, { page: 9, pageSize: 2 })
+          expect(past).toEqual({ items: [], total: 5 })
+
+          const msft = yield* intents.list(owner, { page: 1, pageSize: 10, symbol: "msft" })
+          expect(msft.items.map((i) => i.symbol)).toEqual(["MSFT", "MSFT"])
+          expect((yield* intents.list(owner, { page: 1, pageSize: 10, status: "pending" })).total).toBe(5)
+          expect((yield* intents.list(owner, { page: 1, pageSize: 10, status: "filled" })).total).toBe(0)
+          expect((yield* intents.list(owner, { page: 1, pageSize: 10, brokerId: testBroker.id })).total).toBe(5)
+          expect((yield* intents.list(owner, { page: 1, pageSize: 10, brokerId: "nope" })).total).toBe(0)
+        }))
+    })
+  })
+}

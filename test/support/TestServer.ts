@@ -1,0 +1,74 @@
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Server from "../../src/http/Server.js"
+import * as Services from "../../src/Services.js"
+
+export const ADMIN_TOKEN = "test-admin-token"
+export const CREDENTIALS_KEY = "0123456789abcdef".repeat(4)
+
+export const options: Services.ServiceOptions = {
+  adminToken: Option.some(Redacted.make(ADMIN_TOKEN)),
+  credentialsKey: Option.some(Redacted.make(CREDENTIALS_KEY))
+}
+
+/** The HTTP server over the given services, on a test HTTP server; logs only warnings and errors. */
+export const serve = <A, E, R>(services: Layer.Layer<A, E, R>) =>
+  Server.layer.pipe(
+    Layer.provideMerge(services),
+    Layer.provideMerge(NodeHttpServer.layerTest),
+    Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
+  )
+
+/** The whole service, as `main.ts` composes it, on the given (migrated) database. */
+export const layer = <E, R>(database: Layer.Layer<SqlClient.SqlClient, E, R>) =>
+  serve(Services.layer(options).pipe(Layer.provideMerge(database)))
+
+/** The whole service on in-memory ports: for fast tests of everything above the repository. */
+export const layerInMemory = serve(Services.layerInMemory(options))
+
+export interface Reply {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string | undefined>>
+  readonly body: unknown
+  readonly text: string
+}
+
+/** A raw request through the real server: the exact status, headers and body a client sees. */
+export const send = (
+  method: "GET" | "POST" | "DELETE" | "PUT",
+  path: string,
+  options: {
+    readonly key?: string | undefined
+    readonly json?: unknown
+    readonly body?: string | undefined
+    readonly headers?: Record<string, string>
+  } = {}
+) =>
+  Effect.gen(function*() {
+    const client = yield* HttpClient.HttpClient
+    let request = HttpClientRequest.make(method)(path).pipe(
+      HttpClientRequest.setHeaders(options.headers ?? {})
+    )
+    if (options.key !== undefined) request = HttpClientRequest.bearerToken(request, options.key)
+    if (options.json !== undefined) request = HttpClientRequest.bodyUnsafeJson(request, options.json)
+    if (options.body !== undefined) {
+      request = HttpClientRequest.bodyText(request, options.body, options.headers?.["content-type"] ?? "application/json")
+    }
+    const response = yield* client.execute(request)
+    const text = yield* response.text
+    let body: unknown = undefined
+    try {
+      body = text === "" ? undefined : JSON.parse(text)
+    } catch {
+      body = undefined
+    }
+    return { status: response.status, headers: response.headers, body, text } satisfies Reply
+  }).pipe(Effect.scoped, Effect.orDie)
