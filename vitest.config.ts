@@ -1,6 +1,10 @@
+import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
 
 export default defineConfig({
+  resolve: {
+    alias: { "trade-intent-router": fileURLToPath(new URL("./src/index.ts", import.meta.url)) }
+  },
   test: {
     include: ["test/**/*.test.ts"],
     globalSetup: ["test/globalSetup.ts"],

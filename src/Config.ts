@@ -1,5 +1,18 @@
 import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
+import * as Either from "effect/Either"
 import * as LogLevel from "effect/LogLevel"
+
+const logLevels: Record<string, LogLevel.LogLevel> = {
+  trace: LogLevel.Trace,
+  debug: LogLevel.Debug,
+  info: LogLevel.Info,
+  warn: LogLevel.Warning,
+  warning: LogLevel.Warning,
+  error: LogLevel.Error,
+  fatal: LogLevel.Fatal,
+  none: LogLevel.None
+}
 
 /** The service's configuration (DESIGN.md section 2); each Layer reads the part it needs. */
 export const AppConfig = {
@@ -15,7 +28,15 @@ export const AppConfig = {
       )
     )
   ),
-  logLevel: Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info)),
+  logLevel: Config.string("LOG_LEVEL").pipe(
+    Config.withDefault("info"),
+    Config.mapOrFail((name) => {
+      const level = logLevels[name.toLowerCase()]
+      return level !== undefined
+        ? Either.right(level)
+        : Either.left(ConfigError.InvalidData(["LOG_LEVEL"], `must be one of: ${Object.keys(logLevels).join(", ")}`))
+    }),
+  ),
   /** `json` in production (`NODE_ENV=production`), readable logfmt otherwise; `LOG_FORMAT` overrides. */
   logFormat: Config.literal("json", "logfmt", "pretty")("LOG_FORMAT").pipe(
     Config.orElse(() =>

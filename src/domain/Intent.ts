@@ -93,8 +93,10 @@ export const CreateIntentPayload = Schema.Struct({
   broker_id: BrokerRef,
   limit_price: Schema.optional(Schema.NullOr(Amount)),
   stop_price: Schema.optional(Schema.NullOr(Amount)),
-  time_in_force: Schema.optionalWith(TimeInForce, { default: () => "day" as const }),
-  extended_hours: Schema.optionalWith(Schema.Boolean.annotations(rule("must be a boolean")), { default: () => false })
+  /** Default `day`. */
+  time_in_force: Schema.optional(TimeInForce),
+  /** Default false. */
+  extended_hours: Schema.optional(Schema.Boolean.annotations(rule("must be a boolean")))
 }).annotations({ identifier: "CreateIntentPayload", parseOptions: { onExcessProperty: "error" } })
 export type CreateIntentPayload = typeof CreateIntentPayload.Type
 
@@ -167,8 +169,8 @@ export const validateOrder = (payload: CreateIntentPayload): Either.Either<Order
       order_type: type,
       limit_price: limit,
       stop_price: stop,
-      time_in_force: payload.time_in_force,
-      extended_hours: payload.extended_hours
+      time_in_force: payload.time_in_force ?? "day",
+      extended_hours: payload.extended_hours ?? false
     })
     : Either.left(new Unprocessable({ detail: problem }))
 }

@@ -1,0 +1,126 @@
+/**
+ * The operator CLI: `npm run admin -- <command> [--flags]`, on the typed client derived from the
+ * API definition. ROUTER_URL (default http://127.0.0.1:8080) and ADMIN_TOKEN say where and who.
+ */
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as Config from "effect/Config"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import { parseArgs } from "node:util"
+import { CreateApiKeyPayload, CreateBrokerPayload, CreateUserPayload } from "../src/api/AdminApi.js"
+import * as Client from "../src/Client.js"
+
+const usage = `Usage: npm run admin -- <command> [flags]
+
+  create-user    --name NAME --tier free|pro|enterprise [--requests-per-minute N] [--intents-per-month N]
+  get-user       --user USER_ID
+  create-key     --user USER_ID --name NAME --mode test|live [--scopes intents:read,intents:write] [--expires-at ISO]
+  list-keys      --user USER_ID
+  revoke-key     --key KEY_ID
+  create-broker  --user USER_ID --name NAME --kind mock|alpaca --mode test|live
+                 [--api-key-id ID --api-secret-key SECRET [--base-url URL]]
+
+Environment: ROUTER_URL (default http://127.0.0.1:8080), ADMIN_TOKEN (required).`
+
+const parse = () => parseArgs({
+  allowPositionals: true,
+  options: {
+    name: { type: "string" },
+    tier: { type: "string" },
+    "requests-per-minute": { type: "string" },
+    "intents-per-month": { type: "string" },
+    user: { type: "string" },
+    key: { type: "string" },
+    mode: { type: "string" },
+    scopes: { type: "string" },
+    "expires-at": { type: "string" },
+    kind: { type: "string" },
+    "api-key-id": { type: "string" },
+    "api-secret-key": { type: "string" },
+    "base-url": { type: "string" },
+    help: { type: "boolean", short: "h" }
+  }
+})
+
+const parsed = Effect.try({ try: parse, catch: (error) => new Error(`${String(error)}\n\n${usage}`) })
+
+const integer = (value: string | undefined) => (value === undefined ? undefined : Number(value))
+type Flags = ReturnType<typeof parse>["values"]
+
+const required = (values: Flags, flag: "user" | "key") =>
+  Effect.fromNullable(values[flag]).pipe(Effect.orElseFail(() => new Error(`--${flag} is required\n\n${usage}`)))
+
+/** Flags become the same payloads the API decodes, so the CLI refuses what the API would. */
+const decode = <A, I>(schema: Schema.Schema<A, I>, input: unknown) =>
+  Schema.decodeUnknown(schema)(JSON.parse(JSON.stringify(input))).pipe(
+    Effect.mapError((error) => new Error(ParseResult.TreeFormatter.formatErrorSync(error).split("\n").slice(1).join("\n")))
+  )
+
+const main = Effect.gen(function*() {
+  const { positionals, values } = yield* parsed
+  const command = positionals[0]
+  if (values.help || command === undefined) return yield* Console.log(usage)
+  const baseUrl = yield* Config.string("ROUTER_URL").pipe(Config.withDefault("http://127.0.0.1:8080"))
+  const token = yield* Config.redacted("ADMIN_TOKEN")
+  const { admin } = yield* Client.make({ baseUrl, token })
+  const result: unknown = yield* Effect.gen(function*() {
+    switch (command) {
+      case "create-user":
+        return yield* admin.createUser({
+          payload: yield* decode(CreateUserPayload, {
+            name: values.name,
+            tier: values.tier,
+            requests_per_minute: integer(values["requests-per-minute"]),
+            intents_per_month: integer(values["intents-per-month"])
+          })
+        })
+      case "get-user":
+        return yield* admin.getUser({ path: { user_id: yield* required(values, "user") } })
+      case "create-key":
+        return yield* admin.createApiKey({
+          path: { user_id: yield* required(values, "user") },
+          payload: yield* decode(CreateApiKeyPayload, {
+            name: values.name,
+            mode: values.mode,
+            scopes: values.scopes?.split(","),
+            expires_at: values["expires-at"]
+          })
+        })
+      case "list-keys":
+        return yield* admin.listApiKeys({ path: { user_id: yield* required(values, "user") } })
+      case "revoke-key":
+        yield* admin.revokeApiKey({ path: { key_id: yield* required(values, "key") } })
+        return { revoked: values.key }
+      case "create-broker":
+        return yield* admin.createBroker({
+          path: { user_id: yield* required(values, "user") },
+          payload: yield* decode(CreateBrokerPayload, {
+            name: values.name,
+            kind: values.kind,
+            mode: values.mode,
+            credentials: values["api-key-id"] === undefined ? undefined : {
+              api_key_id: values["api-key-id"],
+              api_secret_key: values["api-secret-key"],
+              base_url: values["base-url"]
+            }
+          })
+        })
+      default:
+        return yield* Effect.fail(new Error(`Unknown command: ${command}\n\n${usage}`))
+    }
+  })
+  yield* Console.log(JSON.stringify(result, null, 2))
+}).pipe(
+  Effect.catchAll((error) =>
+    Effect.zipRight(
+      Console.error("detail" in error ? String(error.detail) : String(error.message)),
+      Effect.sync(() => (process.exitCode = 1))
+    )
+  ),
+  Effect.provide(FetchHttpClient.layer)
+)
+
+NodeRuntime.runMain(main, { disablePrettyLogger: true })

@@ -1,0 +1,143 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { createServer } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as Postgres from "../support/Postgres.js"
+
+const root = new URL("../..", import.meta.url).pathname
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
+    })
+  })
+
+interface Started {
+  readonly child: ChildProcess
+  readonly output: () => string
+  readonly baseUrl: string
+}
+
+/** `npm start` as the README runs it (node with tsx), until it listens. */
+const start = async (env: Record<string, string>): Promise<Started> => {
+  const port = await freePort()
+  // The test run's own DATABASE_URL must not leak in: without one the service runs on PGlite.
+  const { DATABASE_URL: _, ...inherited } = process.env
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: root,
+    env: { ...inherited, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", ...env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let output = ""
+  child.stdout?.on("data", (chunk) => (output += chunk))
+  child.stderr?.on("data", (chunk) => (output += chunk))
+  const baseUrl = `http://127.0.0.1:${port}`
+  for (let i = 0; i < 120; i++) {
+    const healthy = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(1000) }).then(
+      (r) => r.ok,
+      () => false
+    )
+    if (healthy) return { child, output: () => output, baseUrl }
+    if (child.exitCode !== null) break
+    await new Promise((r) => setTimeout(r, 250))
+  }
+  child.kill("SIGKILL")
+  throw new Error(`the service did not start:\n${output}`)
+}
+
+const stop = (child: ChildProcess) =>
+  new Promise<number | null>((resolve) => {
+    child.once("exit", (code) => resolve(code))
+    child.kill("SIGTERM")
+  })
+
+/** `npm run admin -- …` against `baseUrl`. */
+const admin = (baseUrl: string, args: ReadonlyArray<string>) =>
+  new Promise<{ readonly code: number | null; readonly output: string }>((resolve) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "scripts/admin.ts", ...args], {
+      cwd: root,
+      env: { ...process.env, ROUTER_URL: baseUrl, ADMIN_TOKEN: "adm" },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let output = ""
+    child.stdout.on("data", (chunk) => (output += chunk))
+    child.stderr.on("data", (chunk) => (output += chunk))
+    child.once("exit", (code) => resolve({ code, output }))
+  })
+
+describe("npm start", () => {
+  it("first run on an empty DATA_DIR prints a working key, broker_id and curl command, once", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "tir-start-"))
+    try {
+      const first = await start({ DATA_DIR: dataDir })
+      const printed = first.output()
+      const key = /API key \(shown only now\): (sk_test_[A-Za-z0-9]{32})/.exec(printed)?.[1]
+      const broker = /broker_id: +([0-9a-f-]{36})/.exec(printed)?.[1]
+      expect(key).toBeDefined()
+      expect(broker).toBeDefined()
+      expect(printed).toContain(`curl -s -X POST ${first.baseUrl}/api/v1/intents`)
+
+      const body = /-d '(\{.*\})'/.exec(printed)?.[1]
+      const created = await fetch(`${first.baseUrl}/api/v1/intents`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: body!
+      })
+      expect(created.status).toBe(201)
+      expect(await created.json()).toMatchObject({ intent_id: "demo-1", status: "pending", broker_id: broker })
+      expect(await stop(first.child)).toBe(0)
+
+      const second = await start({ DATA_DIR: dataDir })
+      expect(second.output()).not.toContain("First run")
+      const found = await fetch(`${second.baseUrl}/api/v1/intents/by-external-id/demo-1`, {
+        headers: { authorization: `Bearer ${key}` }
+      })
+      expect(found.status).toBe(200)
+      expect(await stop(second.child)).toBe(0)
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  }, 90_000)
+
+  it("on PostgreSQL it migrates, serves, creates no demo user, and fails clearly on bad configuration", async () => {
+    await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const { url } = yield* Postgres.freshDatabaseUrl
+      yield* Effect.promise(async () => {
+        const service = await start({ DATABASE_URL: url, ADMIN_TOKEN: "adm" })
+        expect(service.output()).not.toContain("First run")
+        const users = await fetch(`${service.baseUrl}/admin/v1/users`, {
+          method: "POST",
+          headers: { authorization: "Bearer adm", "content-type": "application/json" },
+          body: JSON.stringify({ name: "Op", tier: "pro" })
+        })
+        expect(users.status).toBe(201)
+        const { id } = (await users.json()) as { id: string }
+
+        const cli = await admin(service.baseUrl, ["create-key", "--user", id, "--name", "ci", "--mode", "live"])
+        expect(cli.code).toBe(0)
+        expect(JSON.parse(cli.output)).toMatchObject({ name: "ci", mode: "live", key: expect.stringMatching(/^sk_live_/) })
+        const refused = await admin(service.baseUrl, ["create-broker", "--user", id, "--name", "m", "--kind", "mock", "--mode", "live"])
+        expect(refused.code).toBe(1)
+        expect(refused.output).toContain("kind mock is only available in test mode")
+        expect(await stop(service.child)).toBe(0)
+      })
+    })))
+
+    const bad = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+      cwd: root,
+      env: { ...process.env, PORT: "not-a-port" },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let output = ""
+    bad.stderr.on("data", (chunk) => (output += chunk))
+    bad.stdout.on("data", (chunk) => (output += chunk))
+    const code = await new Promise<number | null>((resolve) => bad.once("exit", resolve))
+    expect(code).not.toBe(0)
+    expect(output).toContain("PORT")
+  }, 60_000)
+})
