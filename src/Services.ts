@@ -15,7 +15,10 @@ import * as InMemoryIntentRepository from "./services/intents/InMemoryIntentRepo
 import { Intents } from "./services/intents/Intents.js"
 import * as SqlIntentRepository from "./services/intents/SqlIntentRepository.js"
 import { RateLimiter } from "./services/RateLimiter.js"
+import * as Brokers from "./services/brokers/Brokers.js"
+import * as SqlRoutingRepository from "./services/routing/SqlRoutingRepository.js"
 import { DatabaseInfo } from "./sql/Database.js"
+import * as RoutingWorker from "./workers/RoutingWorker.js"
 
 export interface ServiceOptions {
   readonly adminToken: Option.Option<Redacted.Redacted<string>>
@@ -27,11 +30,12 @@ export const ports = (options: ServiceOptions) =>
   Layer.mergeAll(
     SqlIntentRepository.layer,
     SqlAccountRepository.layer,
+    SqlRoutingRepository.layer,
+    Brokers.layer,
     RateLimiter.layerSql,
     Health.layer,
-    Ids.layer,
     CredentialsCipher.layer(options.credentialsKey)
-  )
+  ).pipe(Layer.provideMerge(Ids.layer))
 
 /** The ports in memory, for fast tests of everything above them: no database at all. */
 export const portsInMemory = (options: ServiceOptions) =>
@@ -46,6 +50,12 @@ export const portsInMemory = (options: ServiceOptions) =>
 
 /** Everything the HTTP server needs above the ports: use cases and the security middleware. */
 export const application = Layer.mergeAll(Intents.Default, Operators.Default, ApiKeyAuthLive)
+
+/** The whole service on the database, with its background work: routing. */
+export const layerWithWorkers = (options: ServiceOptions, routing: RoutingWorker.RoutingOptions) =>
+  Layer.mergeAll(application, AdminAuthLive(options.adminToken), RoutingWorker.layer(routing)).pipe(
+    Layer.provideMerge(ports(options))
+  )
 
 /** The whole service below HTTP over the given ports: swap one port to test what sits above it. */
 export const withPorts = <E, R>(options: ServiceOptions, ports: Layer.Layer<Layer.Layer.Success<ReturnType<typeof portsInMemory>>, E, R>) =>
@@ -80,6 +90,7 @@ export const layerConfig = Layer.unwrapEffect(
     const credentialsKey = Option.isNone(configured) && database.kind === "pglite" && database.dataDir !== undefined
       ? Option.some(yield* localCredentialsKey(database.dataDir))
       : configured
-    return layer({ adminToken, credentialsKey })
+    const routing = yield* RoutingWorker.config
+    return layerWithWorkers({ adminToken, credentialsKey }, routing)
   })
 )

@@ -6,6 +6,7 @@ import { CreateIntentPayload, IntentStatus, TradeIntent } from "../domain/Intent
 import {
   BrokerNotFoundResponse,
   DuplicateIntentResponse,
+  IntentNotCancelableResponse,
   IntentNotFoundResponse,
   QuotaExceededResponse,
   UnprocessableResponse
@@ -63,6 +64,14 @@ export class IntentsApi extends HttpApiGroup.make("intents")
       .addSuccess(TradeIntent)
       .addError(IntentNotFoundResponse)
       .annotate(OpenApi.Summary, "Look a Trade Intent up by the caller's intent_id")
+  )
+  .add(
+    HttpApiEndpoint.post("cancelIntent", "/intents/:id/cancel")
+      .setPath(Schema.Struct({ id: Schema.String }))
+      .addSuccess(TradeIntent)
+      .addError(IntentNotFoundResponse)
+      .addError(IntentNotCancelableResponse)
+      .annotate(OpenApi.Summary, "Cancel a Trade Intent that is not final")
   )
   .add(
     HttpApiEndpoint.get("listIntents", "/intents")

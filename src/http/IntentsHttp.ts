@@ -31,6 +31,8 @@ export const IntentsHttpLive = HttpApiBuilder.group(Api, "intents", (handlers) =
         Effect.flatMap(CurrentPrincipal, (principal) => intents.get(principal.owner, path.id)))
       .handle("getIntentByExternalId", ({ path }) =>
         Effect.flatMap(CurrentPrincipal, (principal) => intents.getByExternalId(principal.owner, path.intent_id)))
+      .handle("cancelIntent", ({ path }) =>
+        Effect.flatMap(CurrentPrincipal, (principal) => intents.cancel(principal.owner, path.id)))
       .handle("listIntents", ({ urlParams }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal

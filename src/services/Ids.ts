@@ -28,3 +28,6 @@ export class Ids extends Context.Tag("Ids")<Ids, {
     hex: (bytes) => Effect.sync(() => Crypto.randomBytes(bytes).toString("hex"))
   })
 }
+
+/** `evt_` and 32 hex characters: an event's id, sent to webhooks as `sr-event-id`. */
+export const eventId = Effect.flatMap(Ids, (ids) => Effect.map(ids.hex(16), (hex) => `evt_${hex}`))

@@ -3,6 +3,8 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import type * as Stream from "effect/Stream"
+import type { SqlError } from "@effect/sql/SqlError"
 import { AppConfig } from "../Config.js"
 import * as Migrations from "./Migrations.js"
 import * as PgLite from "./PgLite.js"
@@ -14,16 +16,24 @@ export class DatabaseInfo extends Context.Tag("DatabaseInfo")<DatabaseInfo, {
   readonly dataDir: string | undefined
 }>() {}
 
+/** `LISTEN` on the database: a commit's `pg_notify` reaches every instance. */
+export class Notifications extends Context.Tag("Notifications")<Notifications, {
+  readonly listen: (channel: string) => Stream.Stream<string, SqlError>
+}>() {}
+
 /** PostgreSQL at `url`; the pool is shared by requests and workers. */
 export const postgres = (url: PgClient.PgClientConfig["url"]) =>
-  Layer.merge(
-    PgClient.layer({ url, maxConnections: 10, applicationName: "trade-intent-router" }),
+  Layer.mergeAll(
+    Layer.effect(Notifications, Effect.map(PgClient.PgClient, (client) => ({ listen: client.listen }))),
     Layer.succeed(DatabaseInfo, { kind: "postgres", dataDir: undefined })
-  )
+  ).pipe(Layer.provideMerge(PgClient.layer({ url, maxConnections: 10, applicationName: "trade-intent-router" })))
 
 /** Embedded PGlite in `dataDir` (in memory when undefined). */
 export const pglite = (dataDir: string | undefined) =>
-  Layer.merge(PgLite.layer({ dataDir }), Layer.succeed(DatabaseInfo, { kind: "pglite", dataDir }))
+  Layer.mergeAll(
+    Layer.effect(Notifications, Effect.map(PgLite.PgLiteClient, (client) => ({ listen: client.listen }))),
+    Layer.succeed(DatabaseInfo, { kind: "pglite", dataDir })
+  ).pipe(Layer.provideMerge(PgLite.layer({ dataDir })))
 
 /** From the configuration: `DATABASE_URL` when set, otherwise PGlite in `DATA_DIR`; migrated. */
 export const layerConfig = Layer.unwrapEffect(

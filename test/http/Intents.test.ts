@@ -2,6 +2,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { admin, marketOrder, signUp } from "../support/Scenario.js"
 import { type Reply, send } from "../support/TestServer.js"
+import { waitFor } from "../support/Waiting.js"
 import { servers } from "./Backends.js"
 
 /** The exact error body DESIGN.md fixes, with `request_id` equal to the `X-Request-Id` header. */
@@ -252,14 +253,16 @@ for (const [name, server] of servers) {
         Effect.gen(function*() {
           const ada = yield* signUp()
           const bob = yield* signUp()
-          const created = (yield* post(ada.testKey, marketOrder(ada.mockId, { intent_id: "lookup:1" }))).body as {
+          // HOLD rests at the mock broker: the intent stays as created while we look.
+          const created = (yield* post(ada.testKey, marketOrder(ada.mockId, { intent_id: "lookup:1", symbol: "HOLD" }))).body as {
             id: string
           }
+          yield* waitFor(ada.testKey, created.id, (intent) => intent.orders.length > 0)
           const byId = yield* send("GET", `/api/v1/intents/${created.id}`, { key: ada.testKey })
           const byExternal = yield* send("GET", "/api/v1/intents/by-external-id/lookup:1", { key: ada.testKey })
           expect(byId.status).toBe(200)
-          expect(byId.body).toEqual(created)
-          expect(byExternal.body).toEqual(created)
+          expect(byId.body).toMatchObject({ ...created, orders: expect.any(Array), updated_at: expect.any(String) })
+          expect(byExternal.body).toEqual(byId.body)
           const notFound = [
             yield* send("GET", `/api/v1/intents/${created.id}`, { key: bob.testKey }),
             yield* send("GET", `/api/v1/intents/${created.id}`, { key: ada.liveKey }),
@@ -276,7 +279,13 @@ for (const [name, server] of servers) {
           const { mockId, testKey } = yield* signUp()
           const ids: Array<string> = []
           for (let i = 0; i < 5; i++) {
-            const reply = yield* post(testKey, marketOrder(mockId, { symbol: i < 2 ? "MSFT" : "AAPL" }))
+            // Resting limit orders: they stay pending at the mock broker.
+            const reply = yield* post(testKey, marketOrder(mockId, {
+              symbol: i < 2 ? "MSFT" : "AAPL",
+              order_type: "limit",
+              limit_price: 90,
+              time_in_force: "gtc"
+            }))
             ids.unshift((reply.body as { id: string }).id)
             yield* Effect.sleep("5 millis")
           }

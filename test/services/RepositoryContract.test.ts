@@ -13,7 +13,7 @@ import * as InMemoryIntentRepository from "../../src/services/intents/InMemoryIn
 import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
 import * as SqlIntentRepository from "../../src/services/intents/SqlIntentRepository.js"
 import * as Database from "../../src/sql/Database.js"
-import { newApiKey, newIntent, seedUser, uuid } from "../support/Fixtures.js"
+import { eventId, newApiKey, newIntent, seedUser, uuid } from "../support/Fixtures.js"
 import * as Postgres from "../support/Postgres.js"
 
 const sqlRepositories = Layer.mergeAll(SqlIntentRepository.layer, SqlAccountRepository.layer)
@@ -100,7 +100,7 @@ for (const [name, backend] of backends) {
             extended_hours: true
           })
           const now = yield* DateTime.now
-          const created = yield* intents.create(input, { now, quota: undefined })
+          const created = yield* intents.create(input, { now, quota: undefined, eventId: eventId() })
           expect(created).toMatchObject({
             id: input.id,
             intent_id: input.intent_id,
@@ -124,7 +124,7 @@ for (const [name, backend] of backends) {
           const bob = yield* seedUser
           const owner = { userId: ada.user.id, mode: "test" as const }
           const input = newIntent(owner, ada.testBroker.id)
-          yield* intents.create(input, { now: yield* DateTime.now, quota: undefined })
+          yield* intents.create(input, { now: yield* DateTime.now, quota: undefined, eventId: eventId() })
           for (const other of [{ userId: bob.user.id, mode: "test" as const }, { ...owner, mode: "live" as const }]) {
             expect(Option.isNone(yield* intents.findById(other, input.id))).toBe(true)
             expect(Option.isNone(yield* intents.findByExternalId(other, input.intent_id))).toBe(true)
@@ -141,16 +141,16 @@ for (const [name, backend] of backends) {
           const test = { userId: user.id, mode: "test" as const }
           const first = yield* intents.create(newIntent(test, testBroker.id, { intent_id: "same" }), {
             now,
-            quota: undefined
+            quota: undefined, eventId: eventId()
           })
           const again = yield* Effect.flip(
-            intents.create(newIntent(test, testBroker.id, { intent_id: "same" }), { now, quota: undefined })
+            intents.create(newIntent(test, testBroker.id, { intent_id: "same" }), { now, quota: undefined, eventId: eventId() })
           )
           expect(again).toMatchObject({ _tag: "DuplicateIntent", existing: first.id })
           const live = { userId: user.id, mode: "live" as const }
           const inLive = yield* intents.create(newIntent(live, liveBroker.id, { intent_id: "same" }), {
             now,
-            quota: undefined
+            quota: undefined, eventId: eventId()
           })
           expect(inLive.intent_id).toBe("same")
         }))
@@ -165,7 +165,7 @@ for (const [name, backend] of backends) {
             Array.from({ length: 20 }, () =>
               Effect.either(intents.create(newIntent(owner, testBroker.id, { intent_id: "race" }), {
                 now,
-                quota: undefined
+                quota: undefined, eventId: eventId()
               }))),
             { concurrency: "unbounded" }
           )
@@ -181,7 +181,7 @@ for (const [name, backend] of backends) {
           const owner = { userId: user.id, mode: "live" as const }
           const now = yield* DateTime.now
           const create = (intentId: string) =>
-            intents.create(newIntent(owner, liveBroker.id, { intent_id: intentId }), { now, quota: quota(2) })
+            intents.create(newIntent(owner, liveBroker.id, { intent_id: intentId }), { now, quota: quota(2), eventId: eventId() })
           yield* create("a")
           expect((yield* Effect.flip(create("a")))._tag).toBe("DuplicateIntent")
           yield* create("b")
@@ -199,7 +199,7 @@ for (const [name, backend] of backends) {
           const results = yield* Effect.all(
             Array.from({ length: 12 }, (_, i) =>
               Effect.either(
-                intents.create(newIntent(owner, liveBroker.id, { intent_id: `q-${i}` }), { now, quota: quota(5) })
+                intents.create(newIntent(owner, liveBroker.id, { intent_id: `q-${i}` }), { now, quota: quota(5), eventId: eventId() })
               )),
             { concurrency: "unbounded" }
           )
@@ -218,7 +218,7 @@ for (const [name, backend] of backends) {
             created.push(
               yield* intents.create(
                 newIntent(owner, testBroker.id, { symbol: i % 2 === 0 ? "AAPL" : "MSFT" }),
-                { now: yield* DateTime.now, quota: undefined }
+                { now: yield* DateTime.now, quota: undefined, eventId: eventId() }
               )
             )
           }

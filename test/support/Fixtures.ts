@@ -7,6 +7,8 @@ import { AccountRepository } from "../../src/services/accounts/AccountRepository
 
 export const uuid = () => Crypto.randomUUID()
 
+export const eventId = () => `evt_${uuid().replaceAll("-", "")}`
+
 /** A new user with a test and a live broker connection, through the repository under test. */
 export const seedUser = Effect.gen(function*() {
   const accounts = yield* AccountRepository

@@ -2,6 +2,7 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
@@ -10,6 +11,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Server from "../../src/http/Server.js"
 import * as Services from "../../src/Services.js"
+import * as Database from "../../src/sql/Database.js"
 
 export const ADMIN_TOKEN = "test-admin-token"
 export const CREDENTIALS_KEY = "0123456789abcdef".repeat(4)
@@ -27,9 +29,12 @@ export const serve = <A, E, R>(services: Layer.Layer<A, E, R>) =>
     Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
   )
 
-/** The whole service, as `main.ts` composes it, on the given (migrated) database. */
-export const layer = <E, R>(database: Layer.Layer<SqlClient.SqlClient, E, R>) =>
-  serve(Services.layer(options).pipe(Layer.provideMerge(database)))
+/** Routing retries quickly in tests: an unreachable broker fails an intent in about 30 ms. */
+export const routing = { retryDelays: [Duration.millis(10), Duration.millis(10), Duration.millis(10)] }
+
+/** The whole service with its workers, as `main.ts` composes it, on the given (migrated) database. */
+export const layer = <E, R>(database: Layer.Layer<SqlClient.SqlClient | Database.Notifications, E, R>) =>
+  serve(Services.layerWithWorkers(options, routing).pipe(Layer.provideMerge(database)))
 
 /** The whole service on in-memory ports: for fast tests of everything above the repository. */
 export const layerInMemory = serve(Services.layerInMemory(options))

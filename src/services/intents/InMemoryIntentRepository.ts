@@ -6,7 +6,8 @@ import * as Order from "effect/Order"
 import * as Ref from "effect/Ref"
 import { QuotaExceeded } from "../../domain/Auth.js"
 import type { Mode, Owner, UserId } from "../../domain/Ids.js"
-import { DuplicateIntent, TradeIntent } from "../../domain/Intent.js"
+import { DuplicateIntent, IntentNotCancelable, IntentNotFound, TradeIntent } from "../../domain/Intent.js"
+import { isFinal } from "../../domain/Routing.js"
 import { IntentRepository } from "./IntentRepository.js"
 
 interface Stored {
@@ -64,6 +65,23 @@ export const make = Effect.gen(function*() {
       }).pipe(Effect.flatten),
     findById: (owner, id) => find(owner, (intent) => intent.id === id),
     findByExternalId: (owner, intentId) => find(owner, (intent) => intent.intent_id === intentId),
+    requestCancel: (owner, id, { now }) =>
+      Ref.modify(state, (s): [Effect.Effect<"canceled", IntentNotFound | IntentNotCancelable>, State] => {
+        const stored = s.intents.find((x) => owns(owner)(x) && x.intent.id === id)
+        if (stored === undefined) return [Effect.fail(new IntentNotFound()), s]
+        if (isFinal(stored.intent.status)) return [Effect.fail(IntentNotCancelable.of(stored.intent.status)), s]
+        // Nothing routes in memory: every cancel happens before submission.
+        const intent = new TradeIntent({
+          ...stored.intent,
+          status: "canceled",
+          status_reason: "Canceled by the client before submission",
+          updated_at: now
+        })
+        return [
+          Effect.succeed("canceled"),
+          { ...s, intents: s.intents.map((x) => x === stored ? { ...stored, intent } : x) }
+        ]
+      }).pipe(Effect.flatten),
     list: (owner, query) =>
       Effect.map(Ref.get(state), (s) => {
         const matching = s.intents

@@ -4,7 +4,14 @@ import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import type { QuotaExceeded } from "../../domain/Auth.js"
 import type { Owner } from "../../domain/Ids.js"
-import type { DuplicateIntent, IntentStatus, NewIntent, TradeIntent } from "../../domain/Intent.js"
+import type {
+  DuplicateIntent,
+  IntentNotCancelable,
+  IntentNotFound,
+  IntentStatus,
+  NewIntent,
+  TradeIntent
+} from "../../domain/Intent.js"
 
 /** The monthly quota a creation is held to (live intents only). */
 export interface Quota {
@@ -27,13 +34,23 @@ export class IntentRepository extends Context.Tag("IntentRepository")<IntentRepo
   /**
    * Inserts a pending intent. Idempotency rests on the unique (user, mode, intent_id); the quota
    * is counted in the same transaction, after the duplicate check, so neither can be overshot.
+   * The routing job and the `intent.created` event are written in that transaction too.
    */
   readonly create: (
     intent: NewIntent,
-    options: { readonly now: DateTime.Utc; readonly quota: Quota | undefined }
+    options: { readonly now: DateTime.Utc; readonly quota: Quota | undefined; readonly eventId: string }
   ) => Effect.Effect<TradeIntent, DuplicateIntent | QuotaExceeded>
   readonly findById: (owner: Owner, id: string) => Effect.Effect<Option.Option<TradeIntent>>
   readonly findByExternalId: (owner: Owner, intentId: string) => Effect.Effect<Option.Option<TradeIntent>>
+  /**
+   * A client's cancel: refused when the intent is final; canceled at once when no order can exist
+   * yet; otherwise recorded and handed to routing (`requested`).
+   */
+  readonly requestCancel: (
+    owner: Owner,
+    id: string,
+    options: { readonly now: DateTime.Utc; readonly eventId: string }
+  ) => Effect.Effect<"canceled" | "requested", IntentNotFound | IntentNotCancelable>
   /** Newest first (`created_at` desc, then `id` desc). */
   readonly list: (
     owner: Owner,

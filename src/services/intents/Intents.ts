@@ -1,14 +1,19 @@
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
 import { BrokerNotFound } from "../../domain/Account.js"
 import { Forbidden } from "../../domain/Auth.js"
 import { IntentId, BrokerId, type Owner, type UserId, type Mode } from "../../domain/Ids.js"
-import { type CreateIntentPayload, IntentNotFound, validateOrder } from "../../domain/Intent.js"
+import { type CreateIntentPayload, IntentNotFound, type TradeIntent, validateOrder } from "../../domain/Intent.js"
 import { monthlyPeriod } from "../../domain/Limits.js"
+import { isFinal } from "../../domain/Routing.js"
 import { AccountRepository } from "../accounts/AccountRepository.js"
-import { Ids } from "../Ids.js"
+import { eventId, Ids } from "../Ids.js"
 import { type IntentQuery, IntentRepository } from "./IntentRepository.js"
+
+/** How long a cancel waits for the broker's answer before answering with the intent as it stands. */
+const CANCEL_WAIT = "3 seconds"
 
 /** Who creates: the key's user and mode, and the user's monthly quota of live intents. */
 export interface Creator {
@@ -43,14 +48,35 @@ export class Intents extends Effect.Service<Intents>()("Intents", {
         mode: creator.mode,
         intent_id: payload.intent_id,
         broker_id: BrokerId.make(broker.id)
-      }, { now, quota })
+      }, { now, quota, eventId: yield* eventId.pipe(Effect.provideService(Ids, ids)) })
     })
 
     const found = <A, E>(lookup: Effect.Effect<Option.Option<A>, E>) =>
       Effect.flatMap(lookup, Option.match({ onNone: () => Effect.fail(new IntentNotFound()), onSome: Effect.succeed }))
 
+    /** Cancels, waiting briefly for the broker's answer when an order is out there. */
+    const cancel = Effect.fn("Intents.cancel")(function*(owner: Owner, id: string) {
+      const now = yield* DateTime.now
+      const outcome = yield* repository.requestCancel(owner, id, {
+        now,
+        eventId: yield* eventId.pipe(Effect.provideService(Ids, ids))
+      })
+      const current = found(repository.findById(owner, id))
+      if (outcome === "canceled") return yield* current
+      const untilFinal = Schedule.spaced("25 millis").pipe(
+        Schedule.whileInput((intent: TradeIntent) => !isFinal(intent.status)),
+        Schedule.passthrough
+      )
+      return yield* current.pipe(
+        Effect.repeat(untilFinal),
+        Effect.timeout(CANCEL_WAIT),
+        Effect.catchTag("TimeoutException", () => current)
+      )
+    })
+
     return {
       create,
+      cancel,
       get: (owner: Owner, id: string) => repository.findById(owner, id).pipe(found),
       getByExternalId: (owner: Owner, intentId: string) => repository.findByExternalId(owner, intentId).pipe(found),
       list: (owner: Owner, query: IntentQuery) => repository.list(owner, query)

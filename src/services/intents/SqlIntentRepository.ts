@@ -6,38 +6,25 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { QuotaExceeded } from "../../domain/Auth.js"
 import type { Owner } from "../../domain/Ids.js"
-import { DuplicateIntent, TradeIntent } from "../../domain/Intent.js"
+import { IntentId } from "../../domain/Ids.js"
+import { DuplicateIntent, IntentNotCancelable, IntentNotFound, IntentStatus, TradeIntent } from "../../domain/Intent.js"
+import { applyLocalCancel, isFinal } from "../../domain/Routing.js"
 import { IntentRepository } from "./IntentRepository.js"
+import * as SqlTransitions from "./SqlTransitions.js"
+import { insertEvent, intentObject, ROUTING_CHANNEL } from "./SqlTransitions.js"
 
 const isUuid = Schema.is(Schema.UUID)
 
-/**
- * An intent with its orders and their fills, built as one JSON document by the database so that a
- * lookup is one round trip; it decodes through the same schema as the API's responses.
- */
-const intentJson = `json_build_object(
-  'id', i.id, 'intent_id', i.intent_id, 'symbol', i.symbol, 'side', i.side, 'quantity', i.quantity,
-  'order_type', i.order_type, 'limit_price', i.limit_price, 'stop_price', i.stop_price,
-  'time_in_force', i.time_in_force, 'extended_hours', i.extended_hours, 'status', i.status,
-  'status_reason', i.status_reason, 'broker_id', i.broker_id,
-  'orders', COALESCE((
-    SELECT json_agg(json_build_object(
-      'id', o.id, 'broker_order_id', o.broker_order_id, 'status', o.status,
-      'fills', COALESCE((
-        SELECT json_agg(json_build_object('quantity', f.quantity, 'price', f.price, 'filled_at', f.filled_at)
-                        ORDER BY f.filled_at, f.id)
-        FROM fills f WHERE f.order_id = o.id), '[]'::json),
-      'created_at', o.created_at, 'updated_at', o.updated_at) ORDER BY o.created_at, o.id)
-    FROM orders o WHERE o.intent_id = i.id), '[]'::json),
-  'created_at', i.created_at, 'updated_at', i.updated_at) AS intent`
-
 const IntentRows = Schema.Array(Schema.Struct({ intent: TradeIntent }))
 const decodeIntents = Schema.decodeUnknown(IntentRows)
+const decodeCancelRows = Schema.decodeUnknown(
+  Schema.Array(Schema.Struct({ status: IntentStatus, has_order: Schema.Boolean }))
+)
 const CountRows = Schema.Array(Schema.Struct({ total: Schema.NumberFromString }))
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const intent = sql.literal(intentJson)
+  const intent = sql.literal(`${intentObject} AS intent`)
 
   const select = (where: ReturnType<typeof sql.and>) =>
     sql`SELECT ${intent} FROM intents i WHERE ${where}`.pipe(
@@ -48,7 +35,7 @@ export const make = Effect.gen(function*() {
   const ownedBy = (owner: Owner) => [sql`i.user_id = ${owner.userId}`, sql`i.mode = ${owner.mode}`]
 
   return IntentRepository.of({
-    create: (input, { now, quota }) =>
+    create: (input, { eventId, now, quota }) =>
       Effect.gen(function*() {
         const at = DateTime.toDate(now)
         const inserted = yield* sql<{ id: string }>`
@@ -75,6 +62,11 @@ export const make = Effect.gen(function*() {
             return yield* new QuotaExceeded({ retry_after: quota.retryAfter })
           }
         }
+        // Routing and the outbox, in the same transaction: an accepted intent is never lost.
+        yield* sql`INSERT INTO routing_jobs (intent_id, kind, run_at, created_at)
+                   VALUES (${input.id}, 'submit', ${at}, ${at})`
+        yield* insertEvent(sql, { eventId, intentId: input.id, type: "intent.created", at })
+        yield* sql`SELECT pg_notify(${ROUTING_CHANNEL}, 'submit')`
         return new TradeIntent({
           ...input,
           status: "pending",
@@ -101,6 +93,39 @@ export const make = Effect.gen(function*() {
       select(sql.and([...ownedBy(owner), sql`i.intent_id = ${intentId}`])).pipe(
         Effect.orDie,
         Effect.withSpan("IntentRepository.findByExternalId")
+      ),
+
+    requestCancel: (owner, id, { eventId, now }) =>
+      Effect.gen(function*() {
+        if (!isUuid(id)) return yield* new IntentNotFound()
+        const intentId = IntentId.make(id)
+        const [intent] = yield* sql`
+          SELECT status, EXISTS (SELECT 1 FROM orders o WHERE o.intent_id = i.id) AS has_order
+          FROM intents i WHERE id = ${intentId} AND user_id = ${owner.userId} AND mode = ${owner.mode}
+          FOR UPDATE`.pipe(Effect.flatMap(decodeCancelRows))
+        if (intent === undefined) return yield* new IntentNotFound()
+        if (isFinal(intent.status)) return yield* IntentNotCancelable.of(intent.status)
+        const at = DateTime.toDate(now)
+        const transitions = SqlTransitions.make(sql, Effect.succeed(eventId))
+        yield* sql`UPDATE intents SET cancel_requested_at = ${at} WHERE id = ${intentId}`
+        if (!intent.has_order) {
+          // Nothing reached the broker unless a worker holds the submission: take it back.
+          const taken = yield* sql`DELETE FROM routing_jobs
+                                   WHERE intent_id = ${intentId} AND kind = 'submit'
+                                   AND (locked_until IS NULL OR locked_until < ${at})
+                                   RETURNING intent_id`
+          if (taken.length > 0) {
+            const state = yield* transitions.lockState(intentId)
+            yield* transitions.apply(intentId, applyLocalCancel(state, "Canceled by the client before submission"), at)
+            return "canceled" as const
+          }
+        }
+        yield* transitions.enqueue(intentId, "cancel", at, at)
+        return "requested" as const
+      }).pipe(
+        sql.withTransaction,
+        Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }),
+        Effect.withSpan("IntentRepository.requestCancel")
       ),
 
     list: (owner, query) =>

@@ -1,0 +1,81 @@
+import type * as SqlClient from "@effect/sql/SqlClient"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type { IntentId } from "../../domain/Ids.js"
+import { IntentStatus } from "../../domain/Intent.js"
+import { eventType, type RoutingState, type Transition } from "../../domain/Routing.js"
+
+const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+
+/**
+ * An intent with its orders and their fills, built as one JSON document by the database so that a
+ * lookup is one round trip, in exactly the API's format (ISO 8601 UTC with `Z`, JSON numbers): it
+ * decodes through the response schema, and events carry it as GET shows it.
+ */
+export const intentObject = `json_build_object(
+  'id', i.id, 'intent_id', i.intent_id, 'symbol', i.symbol, 'side', i.side, 'quantity', i.quantity::float8,
+  'order_type', i.order_type, 'limit_price', i.limit_price::float8, 'stop_price', i.stop_price::float8,
+  'time_in_force', i.time_in_force, 'extended_hours', i.extended_hours, 'status', i.status,
+  'status_reason', i.status_reason, 'broker_id', i.broker_id,
+  'orders', COALESCE((
+    SELECT json_agg(json_build_object(
+      'id', o.id, 'broker_order_id', o.broker_order_id, 'status', o.status,
+      'fills', COALESCE((
+        SELECT json_agg(json_build_object(
+          'quantity', f.quantity::float8, 'price', f.price::float8, 'filled_at', ${iso("f.filled_at")}
+        ) ORDER BY f.filled_at, f.id)
+        FROM fills f WHERE f.order_id = o.id), '[]'::json),
+      'created_at', ${iso("o.created_at")}, 'updated_at', ${iso("o.updated_at")}) ORDER BY o.created_at, o.id)
+    FROM orders o WHERE o.intent_id = i.id), '[]'::json),
+  'created_at', ${iso("i.created_at")}, 'updated_at', ${iso("i.updated_at")})`
+
+/** The channel a commit that adds routing work notifies, so that workers wake at once. */
+export const ROUTING_CHANNEL = "routing_jobs"
+
+/** An event row whose `data` is the intent as a GET would show it now (DESIGN.md section 7). */
+export const insertEvent = (
+  sql: SqlClient.SqlClient,
+  event: { readonly eventId: string; readonly intentId: string; readonly type: string; readonly at: Date }
+) =>
+  sql`INSERT INTO events (id, user_id, mode, intent_id, type, data, created_at)
+      SELECT ${event.eventId}, i.user_id, i.mode, i.id, ${event.type}, (${sql.literal(intentObject)})::jsonb, ${event.at}
+      FROM intents i WHERE i.id = ${event.intentId}`
+
+const StateRow = Schema.Struct({ status: IntentStatus, quantity: Schema.NumberFromString })
+const FillRow = Schema.Struct({ id: Schema.String, quantity: Schema.NumberFromString })
+const decode = <A, I>(schema: Schema.Schema<A, I>) => Effect.flatMap(Schema.decodeUnknown(Schema.Array(schema)))
+
+export type JobKind = "submit" | "cancel" | "sync"
+
+/** The SQL steps every state change shares, to be run inside the caller's transaction. */
+export const make = (sql: SqlClient.SqlClient, newEventId: Effect.Effect<string>) => ({
+  /** Locks the intent and reads what the transition function needs. */
+  lockState: (intentId: IntentId) =>
+    Effect.gen(function*() {
+      const [intent] = yield* sql`SELECT status, quantity::text AS quantity FROM intents
+                                  WHERE id = ${intentId} FOR UPDATE`.pipe(decode(StateRow))
+      if (intent === undefined) return yield* Effect.dieMessage(`intent ${intentId} vanished`)
+      const fills = yield* sql`SELECT f.broker_fill_id AS id, f.quantity::text AS quantity
+                               FROM fills f JOIN orders o ON o.id = f.order_id
+                               WHERE o.intent_id = ${intentId}`.pipe(decode(FillRow))
+      return { status: intent.status, quantity: intent.quantity, fills } satisfies RoutingState
+    }).pipe(Effect.catchTag("ParseError", Effect.die)),
+
+  /** Writes a transition's status and its one event. */
+  apply: (intentId: IntentId, transition: Transition, at: Date) =>
+    transition.changed
+      ? Effect.gen(function*() {
+        yield* sql`UPDATE intents SET status = ${transition.status}, status_reason = ${transition.reason},
+                   updated_at = ${at} WHERE id = ${intentId}`
+        yield* insertEvent(sql, { eventId: yield* newEventId, intentId, type: eventType(transition.status), at })
+      })
+      : Effect.void,
+
+  /** Adds (or brings forward) routing work and wakes the workers when the transaction commits. */
+  enqueue: (intentId: IntentId, kind: JobKind, runAt: Date, at: Date) =>
+    Effect.zipRight(
+      sql`INSERT INTO routing_jobs (intent_id, kind, run_at, created_at) VALUES (${intentId}, ${kind}, ${runAt}, ${at})
+          ON CONFLICT (intent_id, kind) DO UPDATE SET run_at = EXCLUDED.run_at, locked_until = NULL`,
+      sql`SELECT pg_notify(${ROUTING_CHANNEL}, ${kind})`
+    )
+})

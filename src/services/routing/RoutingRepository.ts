@@ -1,0 +1,50 @@
+import * as Context from "effect/Context"
+import type * as DateTime from "effect/DateTime"
+import type * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
+import type { IntentId, Mode, UserId } from "../../domain/Ids.js"
+import type { IntentStatus, OrderSpec } from "../../domain/Intent.js"
+import type { Transition } from "../../domain/Routing.js"
+import type { BrokerOrder, Connection } from "../brokers/BrokerGateway.js"
+
+export type { JobKind } from "../intents/SqlTransitions.js"
+import type { JobKind } from "../intents/SqlTransitions.js"
+
+/** A claimed unit of routing work; `claims` counts how often it was claimed (more than 1: a retry). */
+export interface Job {
+  readonly intentId: IntentId
+  readonly kind: JobKind
+  readonly claims: number
+}
+
+/** Everything a worker needs to act on an intent. */
+export interface RoutingContext {
+  readonly intentId: IntentId
+  readonly userId: UserId
+  readonly mode: Mode
+  readonly status: IntentStatus
+  readonly spec: OrderSpec
+  readonly connection: Connection
+  readonly clientOrderId: string
+  readonly hasOrder: boolean
+  readonly cancelRequested: boolean
+}
+
+/** The durable side of routing: jobs, orders, fills, transitions and their events. */
+export class RoutingRepository extends Context.Tag("RoutingRepository")<RoutingRepository, {
+  /** Claims up to `limit` due jobs for `lease`; jobs claimed by a live worker are skipped, not waited for. */
+  readonly claim: (limit: number, lease: Duration.Duration) => Effect.Effect<ReadonlyArray<Job>>
+  /** Extends the lease of jobs still in flight, so that only a dead worker's jobs are claimed again. */
+  readonly extend: (jobs: ReadonlyArray<Job>, lease: Duration.Duration) => Effect.Effect<void>
+  readonly context: (intentId: IntentId) => Effect.Effect<Option.Option<RoutingContext>>
+  /** Records the broker's word about the order: the order, new fills, the transition and its event. */
+  readonly record: (intentId: IntentId, order: BrokerOrder) => Effect.Effect<Transition>
+  readonly fail: (intentId: IntentId, reason: string) => Effect.Effect<Transition>
+  readonly cancelLocally: (intentId: IntentId, reason: string) => Effect.Effect<Transition>
+  /** Done with a job, unless it was enqueued again meanwhile. */
+  readonly finish: (job: Job) => Effect.Effect<void>
+  /** Releases a job to run again at `runAt`. */
+  readonly reschedule: (job: Job, runAt: DateTime.Utc) => Effect.Effect<void>
+  readonly enqueue: (intentId: IntentId, kind: JobKind, runAt: DateTime.Utc) => Effect.Effect<void>
+}>() {}

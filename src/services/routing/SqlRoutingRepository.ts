@@ -1,0 +1,194 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as DateTime from "effect/DateTime"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { BrokerKind } from "../../domain/Account.js"
+import { BrokerId, IntentId, Mode, UserId } from "../../domain/Ids.js"
+import { IntentStatus, OrderType, Side, TimeInForce } from "../../domain/Intent.js"
+import { applyFailure, applyLocalCancel, applyOrderUpdate, clientOrderId } from "../../domain/Routing.js"
+import { eventId, Ids } from "../Ids.js"
+import * as SqlTransitions from "../intents/SqlTransitions.js"
+import { RoutingRepository } from "./RoutingRepository.js"
+
+const Amount = Schema.NumberFromString
+
+const JobRow = Schema.Struct({
+  intent_id: IntentId,
+  kind: Schema.Literal("submit", "cancel", "sync"),
+  claims: Schema.Number
+})
+
+const ContextRow = Schema.Struct({
+  id: IntentId,
+  user_id: UserId,
+  mode: Mode,
+  status: IntentStatus,
+  symbol: Schema.String,
+  side: Side,
+  quantity: Amount,
+  order_type: OrderType,
+  limit_price: Schema.NullOr(Amount),
+  stop_price: Schema.NullOr(Amount),
+  time_in_force: TimeInForce,
+  extended_hours: Schema.Boolean,
+  broker_id: BrokerId,
+  kind: BrokerKind,
+  cancel_requested: Schema.Boolean,
+  has_order: Schema.Boolean
+})
+
+
+export const make = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const ids = yield* Ids
+  const newEventId = eventId.pipe(Effect.provideService(Ids, ids))
+  const decode = <A, I>(schema: Schema.Schema<A, I>) => Effect.flatMap(Schema.decodeUnknown(Schema.Array(schema)))
+  const now = Effect.map(DateTime.now, DateTime.toDate)
+
+  const transitions = SqlTransitions.make(sql, newEventId)
+  const { lockState } = transitions
+  const applyTransition = transitions.apply
+
+  const transact = <A, E>(effect: Effect.Effect<A, E>, span: string) =>
+    effect.pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die), Effect.withSpan(span))
+
+  const enqueue = transitions.enqueue
+
+  return RoutingRepository.of({
+    claim: (limit, lease) =>
+      Effect.gen(function*() {
+        const at = yield* now
+        const until = new Date(at.getTime() + Duration.toMillis(lease))
+        const rows = yield* sql`
+          UPDATE routing_jobs j SET locked_until = ${until}, claims = j.claims + 1
+          FROM (SELECT intent_id, kind FROM routing_jobs
+                WHERE run_at <= ${at} AND (locked_until IS NULL OR locked_until < ${at})
+                ORDER BY run_at LIMIT ${limit}
+                FOR UPDATE SKIP LOCKED) due
+          WHERE j.intent_id = due.intent_id AND j.kind = due.kind
+          RETURNING j.intent_id, j.kind, j.claims`.pipe(decode(JobRow))
+        return rows.map((row) => ({ intentId: row.intent_id, kind: row.kind, claims: row.claims }))
+      }).pipe(Effect.orDie, Effect.withSpan("RoutingRepository.claim")),
+
+    extend: (jobs, lease) =>
+      jobs.length === 0 ? Effect.void : Effect.gen(function*() {
+        const until = new Date((yield* now).getTime() + Duration.toMillis(lease))
+        yield* sql`UPDATE routing_jobs SET locked_until = ${until}
+                   WHERE ${sql.or(jobs.map((job) => sql`(intent_id = ${job.intentId} AND kind = ${job.kind} AND claims = ${job.claims} AND locked_until IS NOT NULL)`))}`
+      }).pipe(Effect.orDie, Effect.withSpan("RoutingRepository.extend")),
+
+    context: (intentId) =>
+      sql`SELECT i.id, i.user_id, i.mode, i.status, i.symbol, i.side, i.quantity::text AS quantity, i.order_type,
+                 i.limit_price::text AS limit_price, i.stop_price::text AS stop_price, i.time_in_force,
+                 i.extended_hours, i.broker_id, b.kind, i.cancel_requested_at IS NOT NULL AS cancel_requested,
+                 EXISTS (SELECT 1 FROM orders o WHERE o.intent_id = i.id) AS has_order
+          FROM intents i JOIN broker_connections b ON b.id = i.broker_id
+          WHERE i.id = ${intentId}`.pipe(
+        decode(ContextRow),
+        Effect.map((rows) =>
+          Option.map(Option.fromNullable(rows[0]), (row) => ({
+            intentId: row.id,
+            userId: row.user_id,
+            mode: row.mode,
+            status: row.status,
+            spec: {
+              symbol: row.symbol,
+              side: row.side,
+              quantity: row.quantity,
+              order_type: row.order_type,
+              limit_price: row.limit_price,
+              stop_price: row.stop_price,
+              time_in_force: row.time_in_force,
+              extended_hours: row.extended_hours
+            },
+            connection: { id: row.broker_id, kind: row.kind },
+            clientOrderId: clientOrderId(row.id),
+            hasOrder: row.has_order,
+            cancelRequested: row.cancel_requested
+          }))
+        ),
+        Effect.orDie,
+        Effect.withSpan("RoutingRepository.context")
+      ),
+
+    record: (intentId, order) =>
+      transact(
+        Effect.gen(function*() {
+          const at = yield* now
+          const state = yield* lockState(intentId)
+          const transition = applyOrderUpdate(state, {
+            status: order.status,
+            reason: order.reason,
+            fills: order.fills.map(({ id, price, quantity }) => ({ id, price, quantity }))
+          })
+          const [saved] = yield* sql<{ id: string }>`
+            INSERT INTO orders (id, intent_id, client_order_id, broker_order_id, status, created_at, updated_at)
+            VALUES (${yield* ids.uuid}, ${intentId}, ${order.clientOrderId}, ${order.brokerOrderId}, ${order.status},
+                    ${at}, ${at})
+            ON CONFLICT (client_order_id) DO UPDATE SET
+              broker_order_id = EXCLUDED.broker_order_id,
+              status = EXCLUDED.status,
+              updated_at = CASE WHEN orders.status = EXCLUDED.status THEN orders.updated_at ELSE EXCLUDED.updated_at END
+            RETURNING id`
+          for (const fill of transition.fills) {
+            const filledAt = order.fills.find((f) => f.id === fill.id)?.filledAt
+            yield* sql`INSERT INTO fills (id, order_id, broker_fill_id, quantity, price, filled_at)
+                       VALUES (${yield* ids.uuid}, ${saved?.id}, ${fill.id}, ${fill.quantity}, ${fill.price},
+                               ${filledAt === undefined ? at : DateTime.toDate(filledAt)})
+                       ON CONFLICT (order_id, broker_fill_id) DO NOTHING`
+          }
+          yield* applyTransition(intentId, transition, at)
+          return transition
+        }),
+        "RoutingRepository.record"
+      ),
+
+    fail: (intentId, reason) =>
+      transact(
+        Effect.gen(function*() {
+          const transition = applyFailure(yield* lockState(intentId), reason)
+          yield* applyTransition(intentId, transition, yield* now)
+          return transition
+        }),
+        "RoutingRepository.fail"
+      ),
+
+    cancelLocally: (intentId, reason) =>
+      transact(
+        Effect.gen(function*() {
+          const transition = applyLocalCancel(yield* lockState(intentId), reason)
+          yield* applyTransition(intentId, transition, yield* now)
+          return transition
+        }),
+        "RoutingRepository.cancelLocally"
+      ),
+
+    finish: (job) =>
+      sql`DELETE FROM routing_jobs WHERE intent_id = ${job.intentId} AND kind = ${job.kind}
+          AND claims = ${job.claims} AND locked_until IS NOT NULL`.pipe(
+        Effect.asVoid,
+        Effect.orDie,
+        Effect.withSpan("RoutingRepository.finish")
+      ),
+
+    reschedule: (job, runAt) =>
+      sql`UPDATE routing_jobs SET run_at = ${DateTime.toDate(runAt)}, locked_until = NULL
+          WHERE intent_id = ${job.intentId} AND kind = ${job.kind} AND claims = ${job.claims}`.pipe(
+        Effect.asVoid,
+        Effect.orDie,
+        Effect.withSpan("RoutingRepository.reschedule")
+      ),
+
+    enqueue: (intentId, kind, runAt) =>
+      Effect.flatMap(now, (at) => enqueue(intentId, kind, DateTime.toDate(runAt), at)).pipe(
+        Effect.asVoid,
+        Effect.orDie,
+        Effect.withSpan("RoutingRepository.enqueue")
+      )
+  })
+})
+
+export const layer = Layer.effect(RoutingRepository, make)

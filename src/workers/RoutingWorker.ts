@@ -1,0 +1,227 @@
+import * as Cause from "effect/Cause"
+import * as Config from "effect/Config"
+import * as DateTime from "effect/DateTime"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as FiberSet from "effect/FiberSet"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Ref from "effect/Ref"
+import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
+import { isFinal } from "../domain/Routing.js"
+import { endOfDay } from "../domain/MockExchange.js"
+import { BrokerGateway, type BrokerOrder } from "../services/brokers/BrokerGateway.js"
+import { ROUTING_CHANNEL } from "../services/intents/SqlTransitions.js"
+import { type Job, type RoutingContext, RoutingRepository } from "../services/routing/RoutingRepository.js"
+import { Notifications } from "../sql/Database.js"
+import { delays } from "./RoutingConfig.js"
+
+export interface RoutingOptions {
+  /** Delays between attempts at an unreachable broker before the intent fails. */
+  readonly retryDelays: ReadonlyArray<Duration.Duration>
+  /** Jobs in flight at once in this instance. */
+  readonly concurrency?: number | undefined
+  /** The longest a worker sleeps without a notification (scheduled retries, missed notifications). */
+  readonly pollInterval?: Duration.DurationInput | undefined
+  /** How long a claim holds without renewal: a crashed worker's jobs are claimed again after it. */
+  readonly lease?: Duration.DurationInput | undefined
+}
+
+const CANCELED_BY_CLIENT = "Canceled by the client"
+const SUBMISSION_IN_FLIGHT_RETRY = Duration.millis(250)
+const DRAIN_TIMEOUT = Duration.seconds(10)
+
+const isResting = (order: BrokerOrder) => order.status === "new" || order.status === "partially_filled"
+
+export const make = (options: RoutingOptions) =>
+  Effect.gen(function*() {
+    const repository = yield* RoutingRepository
+    const broker = yield* BrokerGateway
+    const notifications = yield* Notifications
+    const concurrency = options.concurrency ?? 32
+    const pollInterval = Duration.decode(options.pollInterval ?? "1 second")
+    const [first, ...rest] = options.retryDelays
+    const retry: Schedule.Schedule<unknown> = first === undefined
+      ? Schedule.stop
+      : Schedule.fromDelays(first, ...rest).pipe(Schedule.jittered)
+    const lease = Duration.decode(options.lease ?? "15 seconds")
+    const later = (delay: Duration.Duration) => Effect.map(DateTime.now, DateTime.addDuration(delay))
+    const lastDelay = options.retryDelays.at(-1) ?? Duration.seconds(5)
+
+    /** The order of an intent at the broker: looked up first whenever an earlier attempt may have placed it. */
+    const place = (context: RoutingContext, job: Job) =>
+      Effect.gen(function*() {
+        const uncertain = yield* Ref.make(job.claims > 1)
+        const attempt = Effect.gen(function*() {
+          if (yield* Ref.get(uncertain)) {
+            const found = yield* broker.lookup(context.connection, context.clientOrderId)
+            if (Option.isSome(found)) return found.value
+            yield* Ref.set(uncertain, false)
+          }
+          return yield* broker.submit(context.connection, { clientOrderId: context.clientOrderId, spec: context.spec }).pipe(
+            Effect.tapErrorTag("BrokerTimeout", () => Ref.set(uncertain, true))
+          )
+        })
+        const result = yield* Effect.either(Effect.retry(attempt, retry))
+        return { result, certain: !(yield* Ref.get(uncertain)) }
+      })
+
+    /** After an order is recorded: pass on a cancel that arrived meanwhile, or watch a resting day order. */
+    const followUp = (context: RoutingContext, order: BrokerOrder) =>
+      Effect.gen(function*() {
+        const now = yield* repository.context(context.intentId)
+        if (Option.isNone(now) || isFinal(now.value.status)) return
+        if (now.value.cancelRequested) return yield* repository.enqueue(context.intentId, "cancel", yield* DateTime.now)
+        if (isResting(order) && context.spec.time_in_force === "day") {
+          yield* repository.enqueue(context.intentId, "sync", endOfDay(yield* DateTime.now))
+        }
+      })
+
+    const submit = (context: RoutingContext, job: Job) =>
+      Effect.gen(function*() {
+        if (context.cancelRequested && !context.hasOrder) {
+          yield* repository.cancelLocally(context.intentId, `${CANCELED_BY_CLIENT} before submission`)
+          return yield* repository.finish(job)
+        }
+        const { certain, result } = yield* place(context, job)
+        if (Either.isRight(result)) {
+          yield* repository.record(context.intentId, result.right)
+          yield* followUp(context, result.right)
+          return yield* repository.finish(job)
+        }
+        if (certain) {
+          const attempts = options.retryDelays.length + 1
+          yield* repository.fail(
+            context.intentId,
+            `Broker unreachable after ${attempts} attempt${attempts === 1 ? "" : "s"}: ${result.left.detail}`
+          )
+          return yield* repository.finish(job)
+        }
+        // The broker may hold the order: never fail, ask again later.
+        yield* Effect.logWarning("submission outcome unknown; will look the order up").pipe(
+          Effect.annotateLogs({ intent_id: context.intentId })
+        )
+        yield* repository.reschedule(job, yield* later(lastDelay))
+      })
+
+    const cancel = (context: RoutingContext, job: Job) =>
+      Effect.gen(function*() {
+        if (!context.hasOrder) return yield* repository.reschedule(job, yield* later(SUBMISSION_IN_FLIGHT_RETRY))
+        const result = yield* Effect.either(
+          Effect.retry(broker.cancel(context.connection, context.clientOrderId), retry)
+        )
+        if (Either.isLeft(result)) return yield* repository.reschedule(job, yield* later(lastDelay))
+        if (Option.isSome(result.right)) {
+          const order = result.right.value
+          yield* repository.record(context.intentId, { ...order, reason: order.reason ?? CANCELED_BY_CLIENT })
+        }
+        yield* repository.finish(job)
+      })
+
+    const sync = (context: RoutingContext, job: Job) =>
+      Effect.gen(function*() {
+        const found = yield* Effect.either(broker.lookup(context.connection, context.clientOrderId))
+        if (Either.isLeft(found)) return yield* repository.reschedule(job, yield* later(lastDelay))
+        if (Option.isSome(found.right)) {
+          const order = found.right.value
+          yield* repository.record(context.intentId, order)
+          if (isResting(order)) return yield* repository.reschedule(job, endOfDay(yield* DateTime.now))
+        }
+        yield* repository.finish(job)
+      })
+
+    const process = (job: Job) =>
+      Effect.gen(function*() {
+        const context = yield* repository.context(job.intentId)
+        if (Option.isNone(context) || isFinal(context.value.status)) return yield* repository.finish(job)
+        switch (job.kind) {
+          case "submit":
+            return yield* submit(context.value, job)
+          case "cancel":
+            return yield* cancel(context.value, job)
+          case "sync":
+            return yield* sync(context.value, job)
+        }
+      }).pipe(
+        Effect.withSpan("RoutingWorker.process", { attributes: { intent_id: job.intentId, kind: job.kind } }),
+        Effect.annotateLogs({ intent_id: job.intentId, job: job.kind })
+      )
+
+    const wake = yield* Queue.sliding<void>(1)
+    const claimed = yield* Ref.make<ReadonlySet<Job>>(new Set())
+    const inFlight = Effect.map(Ref.get(claimed), (jobs) => jobs.size)
+    const stopping = yield* Ref.make(false)
+    const fibers = yield* FiberSet.make()
+
+    const run = (job: Job) =>
+      process(job).pipe(
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause)
+            ? Effect.void
+            : Effect.zipRight(
+              Effect.logError("routing job failed; it will be retried", cause),
+              Effect.flatMap(later(Duration.seconds(5)), (at) => repository.reschedule(job, at))
+            )
+        ),
+        // A job cut short by shutdown is released for another instance at once.
+        Effect.onInterrupt(() => Effect.flatMap(DateTime.now, (now) => repository.reschedule(job, now))),
+        Effect.ensuring(Effect.zipRight(
+          Ref.update(claimed, (jobs) => new Set([...jobs].filter((j) => j !== job))),
+          Queue.offer(wake, undefined)
+        ))
+      )
+
+    const tick = Effect.gen(function*() {
+      if (yield* Ref.get(stopping)) return yield* Effect.never
+      const free = concurrency - (yield* inFlight)
+      const jobs = free > 0 ? yield* repository.claim(free, lease) : []
+      for (const job of jobs) {
+        yield* Ref.update(claimed, (jobs) => new Set([...jobs, job]))
+        yield* FiberSet.run(fibers, run(job))
+      }
+      if (jobs.length === 0 || jobs.length < free) {
+        yield* Queue.take(wake).pipe(Effect.timeoutOption(pollInterval))
+      }
+    }).pipe(
+      Effect.catchAllCause((cause) =>
+        Effect.zipRight(Effect.logError("routing worker could not claim jobs", cause), Effect.sleep(pollInterval))
+      )
+    )
+
+    yield* notifications.listen(ROUTING_CHANNEL).pipe(
+      Stream.runForEach(() => Queue.offer(wake, undefined)),
+      Effect.catchAllCause((cause) => Effect.logWarning("routing notifications lost; polling meanwhile", cause)),
+      Effect.repeat(Schedule.spaced("1 second")),
+      Effect.forkScoped
+    )
+    yield* Effect.forkScoped(Effect.forever(tick))
+    // The heartbeat: claims in flight are renewed well before their lease runs out.
+    yield* Ref.get(claimed).pipe(
+      Effect.flatMap((jobs) => repository.extend([...jobs], lease)),
+      Effect.catchAllCause((cause) => Effect.logWarning("could not renew routing leases", cause)),
+      Effect.repeat(Schedule.spaced(Duration.divide(lease, 3).pipe(Option.getOrElse(() => lease)))),
+      Effect.forkScoped
+    )
+    // On shutdown: claim nothing more and let jobs in flight finish, for a while.
+    yield* Effect.addFinalizer(() =>
+      Effect.zipRight(
+        Ref.set(stopping, true),
+        inFlight.pipe(
+          Effect.repeat({ until: (n) => n === 0, schedule: Schedule.spaced("20 millis") }),
+          Effect.timeoutOption(DRAIN_TIMEOUT)
+        )
+      )
+    )
+  }).pipe(Effect.annotateLogs({ service: "routing" }))
+
+/** The routing worker, running for as long as the Layer is in use. */
+export const layer = (options: RoutingOptions) => Layer.scopedDiscard(make(options))
+
+/** `ROUTING_RETRY_SCHEDULE` (default `1s,5s,30s`) and `ROUTING_LEASE` (default `15s`). */
+export const config = Config.all({
+  retryDelays: delays("ROUTING_RETRY_SCHEDULE", "1s,5s,30s"),
+  lease: Config.map(delays("ROUTING_LEASE", "15s"), (lease) => lease[0] ?? Duration.seconds(15))
+})
