@@ -183,7 +183,14 @@ export const make = (options: RoutingOptions) =>
         yield* FiberSet.run(fibers, run(job))
       }
       if (jobs.length === 0 || jobs.length < free) {
-        yield* Queue.take(wake).pipe(Effect.timeoutOption(pollInterval))
+        // Sleep until a commit notifies, the next job is due, or the poll interval passes.
+        const now = yield* DateTime.now
+        const due = yield* repository.nextDue
+        const untilDue = Option.match(due, {
+          onNone: () => pollInterval,
+          onSome: (at) => Duration.millis(Math.max(0, DateTime.distance(now, at)))
+        })
+        yield* Queue.take(wake).pipe(Effect.timeoutOption(Duration.min(pollInterval, untilDue)))
       }
     }).pipe(
       Effect.catchAllCause((cause) =>

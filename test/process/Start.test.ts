@@ -1,60 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { type ChildProcess, spawn } from "node:child_process"
+import { spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Postgres from "../support/Postgres.js"
-
-const root = new URL("../..", import.meta.url).pathname
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
-    })
-  })
-
-interface Started {
-  readonly child: ChildProcess
-  readonly output: () => string
-  readonly baseUrl: string
-}
-
-/** `npm start` as the README runs it (node with tsx), until it listens. */
-const start = async (env: Record<string, string>): Promise<Started> => {
-  const port = await freePort()
-  // The test run's own DATABASE_URL must not leak in: without one the service runs on PGlite.
-  const { DATABASE_URL: _, ...inherited } = process.env
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    cwd: root,
-    env: { ...inherited, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", ...env },
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  let output = ""
-  child.stdout?.on("data", (chunk) => (output += chunk))
-  child.stderr?.on("data", (chunk) => (output += chunk))
-  const baseUrl = `http://127.0.0.1:${port}`
-  for (let i = 0; i < 120; i++) {
-    const healthy = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(1000) }).then(
-      (r) => r.ok,
-      () => false
-    )
-    if (healthy) return { child, output: () => output, baseUrl }
-    if (child.exitCode !== null) break
-    await new Promise((r) => setTimeout(r, 250))
-  }
-  child.kill("SIGKILL")
-  throw new Error(`the service did not start:\n${output}`)
-}
-
-const stop = (child: ChildProcess) =>
-  new Promise<number | null>((resolve) => {
-    child.once("exit", (code) => resolve(code))
-    child.kill("SIGTERM")
-  })
+import { root, start, stop } from "../support/Process.js"
 
 /** `npm run admin -- …` against `baseUrl`. */
 const admin = (baseUrl: string, args: ReadonlyArray<string>) =>

@@ -35,6 +35,8 @@ export interface RoutingContext {
 export class RoutingRepository extends Context.Tag("RoutingRepository")<RoutingRepository, {
   /** Claims up to `limit` due jobs for `lease`; jobs claimed by a live worker are skipped, not waited for. */
   readonly claim: (limit: number, lease: Duration.Duration) => Effect.Effect<ReadonlyArray<Job>>
+  /** When the earliest job not held by a live worker is due: how long a worker may sleep. */
+  readonly nextDue: Effect.Effect<Option.Option<DateTime.Utc>>
   /** Extends the lease of jobs still in flight, so that only a dead worker's jobs are claimed again. */
   readonly extend: (jobs: ReadonlyArray<Job>, lease: Duration.Duration) => Effect.Effect<void>
   readonly context: (intentId: IntentId) => Effect.Effect<Option.Option<RoutingContext>>

@@ -73,6 +73,12 @@ export const make = Effect.gen(function*() {
         return rows.map((row) => ({ intentId: row.intent_id, kind: row.kind, claims: row.claims }))
       }).pipe(Effect.orDie, Effect.withSpan("RoutingRepository.claim")),
 
+    nextDue: Effect.gen(function*() {
+      const [row] = yield* sql`SELECT min(GREATEST(run_at, COALESCE(locked_until, run_at))) AS due
+                               FROM routing_jobs`.pipe(decode(Schema.Struct({ due: Schema.NullOr(Schema.DateTimeUtcFromDate) })))
+      return Option.fromNullable(row?.due)
+    }).pipe(Effect.orDie, Effect.withSpan("RoutingRepository.nextDue")),
+
     extend: (jobs, lease) =>
       jobs.length === 0 ? Effect.void : Effect.gen(function*() {
         const until = new Date((yield* now).getTime() + Duration.toMillis(lease))

@@ -1,0 +1,389 @@
+/**
+ * `npm run bench`: starts the service on a fresh PostgreSQL database, runs each scenario against it
+ * over HTTP, prints latency percentiles and drops the database. DATABASE_URL names the server (an
+ * admin URL); BENCH_INTENTS and BENCH_CONCURRENCY size the runs.
+ */
+import { type ChildProcess, execFile, spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import { once } from "node:events"
+import { createServer } from "node:net"
+import os from "node:os"
+import { fileURLToPath } from "node:url"
+import { promisify } from "node:util"
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url))
+const ADMIN_TOKEN = "bench-admin"
+const REQUEST_TIMEOUT_MS = 10_000
+const HEALTH_TIMEOUT_MS = 60_000
+const FILL_TIMEOUT_MS = 10_000
+const POLL_INTERVAL_MS = 2
+const STOP_GRACE_MS = 10_000
+const WARMUP_INTENTS = 50
+const P99_TARGET_MS = 100
+
+const run = promisify(execFile)
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+// ---------------------------------------------------------------------------------------------
+// Harness
+
+interface Settings {
+  readonly intents: number
+  readonly concurrency: number
+}
+
+interface BenchContext extends Settings {
+  readonly baseUrl: string
+  readonly apiKey: string
+  readonly brokerId: string
+  readonly runId: string
+}
+
+/** One line of the table: latency samples, and the wall time they were taken over. */
+interface Row {
+  readonly label: string
+  readonly samplesMs: ReadonlyArray<number>
+  readonly wallMs: number
+}
+
+interface Target {
+  readonly label: string
+  readonly p99Ms: number
+  readonly targetMs: number
+}
+
+interface Report {
+  readonly rows: ReadonlyArray<Row>
+  readonly targets: ReadonlyArray<Target>
+}
+
+interface Scenario {
+  readonly name: string
+  readonly run: (context: BenchContext) => Promise<Report>
+}
+
+const positiveInt = (name: string, fallback: number): number => {
+  const text = process.env[name]
+  if (text === undefined || text === "") return fallback
+  const value = Number(text)
+  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got "${text}"`)
+  return value
+}
+
+/** Nearest-rank percentile of ascending samples. */
+const percentile = (sorted: ReadonlyArray<number>, p: number): number => {
+  if (sorted.length === 0) return Number.NaN
+  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length))
+  return sorted[rank - 1] ?? Number.NaN
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const stringField = (body: unknown, name: string): string => {
+  const value = isRecord(body) ? body[name] : undefined
+  if (typeof value !== "string") throw new Error(`response has no string "${name}": ${JSON.stringify(body)}`)
+  return value
+}
+
+interface JsonResponse {
+  readonly status: number
+  readonly body: unknown
+}
+
+const request = async (
+  url: string,
+  token: string,
+  init: { readonly method?: string; readonly body?: unknown; readonly signal?: AbortSignal } = {}
+): Promise<JsonResponse> => {
+  const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS)
+  const response = await fetch(url, {
+    method: init.method ?? "GET",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+    signal: init.signal === undefined ? timeout : AbortSignal.any([timeout, init.signal])
+  })
+  const text = await response.text()
+  return { status: response.status, body: text === "" ? null : JSON.parse(text) }
+}
+
+const expectStatus = (what: string, response: JsonResponse, status: number): unknown => {
+  if (response.status !== status) {
+    throw new Error(`${what}: expected ${status}, got ${response.status} ${JSON.stringify(response.body)}`)
+  }
+  return response.body
+}
+
+/**
+ * Runs `task(0..total-1)` on `concurrency` clients that each take the next index when done. The
+ * first failure aborts the others, so a broken run ends quickly.
+ */
+const runClients = async (
+  total: number,
+  concurrency: number,
+  task: (index: number, signal: AbortSignal) => Promise<void>
+): Promise<void> => {
+  const abort = new AbortController()
+  let next = 0
+  const client = async () => {
+    while (next < total && !abort.signal.aborted) {
+      const index = next++
+      try {
+        await task(index, abort.signal)
+      } catch (error) {
+        abort.abort(error)
+        throw error
+      }
+    }
+  }
+  const results = await Promise.allSettled(Array.from({ length: Math.min(concurrency, total) }, client))
+  if (abort.signal.aborted) throw abort.signal.reason
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected")
+  if (failed !== undefined) throw failed.reason
+}
+
+// ---------------------------------------------------------------------------------------------
+// Database and service
+
+const freshDatabase = async (adminUrl: string) => {
+  const name = `tir_bench_${randomBytes(6).toString("hex")}`
+  const url = new URL(adminUrl)
+  url.pathname = `/${name}`
+  await run("psql", [adminUrl, "-v", "ON_ERROR_STOP=1", "-qc", `CREATE DATABASE ${name}`])
+  return { name, url: url.toString() }
+}
+
+const dropDatabase = (adminUrl: string, name: string) =>
+  run("psql", [adminUrl, "-v", "ON_ERROR_STOP=1", "-qc", `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`])
+
+const freePort = async (): Promise<number> => {
+  const server = createServer()
+  server.listen(0, "127.0.0.1")
+  await once(server, "listening")
+  const address = server.address()
+  server.close()
+  if (address === null || typeof address === "string") throw new Error("could not find a free port")
+  return address.port
+}
+
+const startService = (databaseUrl: string, port: number): ChildProcess => {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      ADMIN_TOKEN,
+      LOG_LEVEL: "warn"
+    },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  // Warnings and errors are worth seeing next to the numbers.
+  const forward = (chunk: Buffer) => {
+    for (const line of chunk.toString().split("\n")) if (line !== "") process.stderr.write(`[service] ${line}\n`)
+  }
+  child.stdout?.on("data", forward)
+  child.stderr?.on("data", forward)
+  return child
+}
+
+const waitHealthy = async (baseUrl: string, child: ChildProcess) => {
+  const deadline = Date.now() + HEALTH_TIMEOUT_MS
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`service exited with code ${child.exitCode} before it was healthy`)
+    try {
+      const response = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(2_000) })
+      await response.body?.cancel()
+      if (response.status === 200) return
+    } catch {
+      // not listening yet
+    }
+    await sleep(200)
+  }
+  throw new Error(`service not healthy after ${HEALTH_TIMEOUT_MS / 1000} s`)
+}
+
+const stopService = async (child: ChildProcess) => {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = once(child, "exit")
+  child.kill("SIGTERM")
+  const timer = setTimeout(() => child.kill("SIGKILL"), STOP_GRACE_MS)
+  await exited
+  clearTimeout(timer)
+}
+
+/** A user with a test key and a mock broker connection, made through the operator API. */
+const provision = async (baseUrl: string) => {
+  const admin = (path: string, body: unknown) =>
+    request(`${baseUrl}/admin/v1${path}`, ADMIN_TOKEN, { method: "POST", body }).then((r) =>
+      expectStatus(`POST /admin/v1${path}`, r, 201)
+    )
+  const user = stringField(
+    await admin("/users", { name: "bench", tier: "enterprise", requests_per_minute: 1_000_000 }),
+    "id"
+  )
+  const apiKey = stringField(await admin(`/users/${user}/api-keys`, { name: "bench", mode: "test" }), "key")
+  const brokerId = stringField(
+    await admin(`/users/${user}/brokers`, { name: "bench mock", kind: "mock", mode: "test" }),
+    "id"
+  )
+  return { apiKey, brokerId }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenarios
+
+const createIntent = async (context: BenchContext, intentId: string, signal: AbortSignal) => {
+  const response = await request(`${context.baseUrl}/api/v1/intents`, context.apiKey, {
+    method: "POST",
+    body: {
+      intent_id: intentId,
+      symbol: "AAPL",
+      side: "buy",
+      quantity: 1,
+      order_type: "market",
+      broker_id: context.brokerId
+    },
+    signal
+  })
+  return stringField(expectStatus(`POST /api/v1/intents (${intentId})`, response, 201), "id")
+}
+
+const FINAL_NOT_FILLED = new Set(["canceled", "rejected", "failed"])
+
+/** Polls the intent until it is filled; resolves when the GET that shows it returns. */
+const awaitFilled = async (context: BenchContext, id: string, signal: AbortSignal) => {
+  const deadline = performance.now() + FILL_TIMEOUT_MS
+  for (;;) {
+    const response = await request(`${context.baseUrl}/api/v1/intents/${id}`, context.apiKey, { signal })
+    const status = stringField(expectStatus(`GET /api/v1/intents/${id}`, response, 200), "status")
+    if (status === "filled") return
+    if (FINAL_NOT_FILLED.has(status)) throw new Error(`intent ${id} ended ${status}: ${JSON.stringify(response.body)}`)
+    if (performance.now() > deadline) throw new Error(`intent ${id} not filled after ${FILL_TIMEOUT_MS / 1000} s`)
+    await sleep(POLL_INTERVAL_MS)
+  }
+}
+
+const marketIntentFilled: Scenario = {
+  name: "market intent: 201 → filled",
+  run: async (context) => {
+    const pass = async (phase: string, total: number) => {
+      const postMs: Array<number> = []
+      const fillMs: Array<number> = []
+      const started = performance.now()
+      await runClients(total, context.concurrency, async (index, signal) => {
+        const sent = performance.now()
+        const id = await createIntent(context, `bench-${context.runId}-${phase}-${index}`, signal)
+        const created = performance.now()
+        await awaitFilled(context, id, signal)
+        postMs.push(created - sent)
+        fillMs.push(performance.now() - created)
+      })
+      return { postMs, fillMs, wallMs: performance.now() - started }
+    }
+    await pass("warmup", WARMUP_INTENTS)
+    const measured = await pass("run", context.intents)
+    const fillP99 = percentile([...measured.fillMs].sort((a, b) => a - b), 99)
+    return {
+      rows: [
+        { label: "POST create (201)", samplesMs: measured.postMs, wallMs: measured.wallMs },
+        { label: "201 → filled (GET shows filled)", samplesMs: measured.fillMs, wallMs: measured.wallMs }
+      ],
+      targets: [{ label: "p99 201 → filled", p99Ms: fillP99, targetMs: P99_TARGET_MS }]
+    }
+  }
+}
+
+const SCENARIOS: ReadonlyArray<Scenario> = [marketIntentFilled]
+
+// ---------------------------------------------------------------------------------------------
+// Output
+
+const machine = () => {
+  const cpus = os.cpus()
+  const memoryGiB = (os.totalmem() / 1024 ** 3).toFixed(1)
+  return `machine: ${cpus[0]?.model ?? "unknown cpu"}, ${cpus.length} cores, ${memoryGiB} GiB, node ${process.version}`
+}
+
+const formatTable = (header: ReadonlyArray<string>, lines: ReadonlyArray<ReadonlyArray<string>>) => {
+  const all = [header, ...lines]
+  const widths = header.map((_, column) => Math.max(...all.map((line) => (line[column] ?? "").length)))
+  // The first column is text (left), the rest are numbers (right).
+  const format = (line: ReadonlyArray<string>) =>
+    line.map((cell, column) => column === 0 ? cell.padEnd(widths[column] ?? 0) : cell.padStart(widths[column] ?? 0))
+      .join("  ")
+  const rule = widths.map((w) => "-".repeat(w)).join("  ")
+  return [format(header), rule, ...lines.map(format)].join("\n")
+}
+
+const tableLine = (scenario: string, row: Row): ReadonlyArray<string> => {
+  const sorted = [...row.samplesMs].sort((a, b) => a - b)
+  const ms = (value: number) => value.toFixed(1)
+  return [
+    `${scenario} / ${row.label}`,
+    String(sorted.length),
+    ms(percentile(sorted, 50)),
+    ms(percentile(sorted, 99)),
+    ms(sorted.at(-1) ?? Number.NaN),
+    (sorted.length / (row.wallMs / 1000)).toFixed(1)
+  ]
+}
+
+const printReports = (reports: ReadonlyArray<{ readonly scenario: Scenario; readonly report: Report }>) => {
+  const header = ["scenario", "count", "p50 ms", "p99 ms", "max ms", "intents/s"]
+  const lines = reports.flatMap(({ report, scenario }) => report.rows.map((row) => tableLine(scenario.name, row)))
+  console.log(formatTable(header, lines))
+  console.log("(intents/s: measured intents over the wall time of the whole measured run, warm-up excluded)")
+  for (const { report } of reports) {
+    for (const target of report.targets) {
+      const verdict = target.p99Ms <= target.targetMs ? "PASS" : "MISS"
+      console.log(`${target.label}: ${target.p99Ms.toFixed(1)} ms vs target ${target.targetMs} ms: ${verdict}`)
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main
+
+const main = async () => {
+  const began = performance.now()
+  const settings: Settings = {
+    intents: positiveInt("BENCH_INTENTS", 1000),
+    concurrency: positiveInt("BENCH_CONCURRENCY", 50)
+  }
+  const adminUrl = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres"
+  console.log(machine())
+  console.log(`intents: ${settings.intents}, concurrency: ${settings.concurrency}, warm-up: ${WARMUP_INTENTS}`)
+
+  const database = await freshDatabase(adminUrl)
+  let child: ChildProcess | undefined
+  try {
+    const port = await freePort()
+    const baseUrl = `http://127.0.0.1:${port}`
+    child = startService(database.url, port)
+    await waitHealthy(baseUrl, child)
+    const context: BenchContext = {
+      ...settings,
+      ...(await provision(baseUrl)),
+      baseUrl,
+      runId: randomBytes(4).toString("hex")
+    }
+    const reports = []
+    for (const scenario of SCENARIOS) {
+      console.log(`running: ${scenario.name}`)
+      reports.push({ scenario, report: await scenario.run(context) })
+    }
+    console.log()
+    printReports(reports)
+  } finally {
+    if (child !== undefined) await stopService(child)
+    await dropDatabase(adminUrl, database.name)
+  }
+  console.log(`total run time: ${((performance.now() - began) / 1000).toFixed(1)} s`)
+}
+
+main().catch((error: unknown) => {
+  console.error("bench failed:", error)
+  process.exitCode = 1
+})
