@@ -2,8 +2,8 @@ import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
-import { ApiKeyScope, BrokerKind, Tier, User } from "../domain/Account.js"
-import { ApiKeyId, BrokerId, Mode } from "../domain/Ids.js"
+import { ApiKey, ApiKeyScope, BrokerKind, Tier, User } from "../domain/Account.js"
+import { BrokerId, Mode } from "../domain/Ids.js"
 import { ApiKeyNotFoundResponse, UnprocessableResponse, UserNotFoundResponse } from "./ApiErrors.js"
 import { AdminAuth } from "./Security.js"
 
@@ -32,18 +32,10 @@ export const CreateApiKeyPayload = Schema.Struct({
   expires_at: Schema.optional(Schema.DateTimeUtc.annotations(rule("must be an ISO 8601 timestamp")))
 }).annotations(strict)
 
-/** A key as listed: everything but the key itself. */
-export class ApiKeyView extends Schema.Class<ApiKeyView>("ApiKeyView")({
-  id: ApiKeyId,
-  name: Schema.String,
-  mode: Mode,
-  scopes: Schema.Array(ApiKeyScope),
-  key_hint: Schema.String,
-  created_at: Schema.DateTimeUtc,
-  expires_at: Schema.NullOr(Schema.DateTimeUtc),
-  last_used_at: Schema.NullOr(Schema.DateTimeUtc),
-  revoked_at: Schema.NullOr(Schema.DateTimeUtc)
-}) {}
+const { user_id: _, ...apiKeyFields } = ApiKey.fields
+
+/** A key as listed: everything but the key itself (and its user, which the path names). */
+export class ApiKeyView extends Schema.Class<ApiKeyView>("ApiKeyView")(apiKeyFields) {}
 
 /** A key as created: the only response that ever carries `key`. */
 export class CreatedApiKey extends Schema.Class<CreatedApiKey>("CreatedApiKey")({

@@ -40,7 +40,7 @@ export const Symbol = Schema.transform(
   { strict: true, decode: (s) => s.toUpperCase(), encode: (s) => s }
 )
 
-/** `broker_id` as a client sends it: any string up to 128; only an existing connection's id matches. */
+/** `broker_id` as a client sends it, a string of up to 128 characters; only an existing connection's id matches. */
 export const BrokerRef = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(128)).annotations(
   rule("must be a string of 1 to 128 characters")
 )

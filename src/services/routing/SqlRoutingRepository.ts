@@ -8,7 +8,14 @@ import * as Schema from "effect/Schema"
 import { BrokerKind } from "../../domain/Account.js"
 import { BrokerId, IntentId, Mode, UserId } from "../../domain/Ids.js"
 import { IntentStatus, OrderType, Side, TimeInForce } from "../../domain/Intent.js"
-import { applyFailure, applyLocalCancel, applyOrderUpdate, clientOrderId } from "../../domain/Routing.js"
+import {
+  applyFailure,
+  applyLocalCancel,
+  applyOrderUpdate,
+  clientOrderId,
+  type RoutingState,
+  type Transition
+} from "../../domain/Routing.js"
 import { eventId, Ids } from "../Ids.js"
 import * as SqlTransitions from "../intents/SqlTransitions.js"
 import { RoutingRepository } from "./RoutingRepository.js"
@@ -56,6 +63,22 @@ export const make = Effect.gen(function*() {
     effect.pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die), Effect.withSpan(span))
 
   const enqueue = transitions.enqueue
+
+  /** A transition no broker answer caused (giving up, a cancel before submission). */
+  const withoutOrder = (
+    intentId: IntentId,
+    decide: (state: RoutingState, reason: string) => Transition,
+    reason: string,
+    span: string
+  ) =>
+    transact(
+      Effect.gen(function*() {
+        const transition = decide(yield* lockState(intentId), reason)
+        yield* applyTransition(intentId, transition, yield* now)
+        return transition
+      }),
+      span
+    )
 
   return RoutingRepository.of({
     claim: (limit, lease) =>
@@ -152,25 +175,10 @@ export const make = Effect.gen(function*() {
         "RoutingRepository.record"
       ),
 
-    fail: (intentId, reason) =>
-      transact(
-        Effect.gen(function*() {
-          const transition = applyFailure(yield* lockState(intentId), reason)
-          yield* applyTransition(intentId, transition, yield* now)
-          return transition
-        }),
-        "RoutingRepository.fail"
-      ),
+    fail: (intentId, reason) => withoutOrder(intentId, applyFailure, reason, "RoutingRepository.fail"),
 
     cancelLocally: (intentId, reason) =>
-      transact(
-        Effect.gen(function*() {
-          const transition = applyLocalCancel(yield* lockState(intentId), reason)
-          yield* applyTransition(intentId, transition, yield* now)
-          return transition
-        }),
-        "RoutingRepository.cancelLocally"
-      ),
+      withoutOrder(intentId, applyLocalCancel, reason, "RoutingRepository.cancelLocally"),
 
     finish: (job) =>
       sql`DELETE FROM routing_jobs WHERE intent_id = ${job.intentId} AND kind = ${job.kind}
