@@ -2,12 +2,12 @@ import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
+import { rule } from "../domain/Errors.js"
 import { ApiKey, ApiKeyScope, BrokerKind, Tier, User } from "../domain/Account.js"
 import { BrokerId, Mode } from "../domain/Ids.js"
 import { ApiKeyNotFoundResponse, UnprocessableResponse, UserNotFoundResponse } from "./ApiErrors.js"
 import { AdminAuth } from "./Security.js"
 
-const rule = (message: string) => ({ message: () => ({ message, override: true }) })
 const Name = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)).annotations(
   rule("must be a string of 1 to 200 characters")
 )

@@ -2,6 +2,7 @@ import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
+import { rule } from "../domain/Errors.js"
 import { CreateIntentPayload, IntentStatus, TradeIntent } from "../domain/Intent.js"
 import {
   BrokerNotFoundResponse,
@@ -13,7 +14,6 @@ import {
 } from "./ApiErrors.js"
 import { ApiKeyAuth } from "./Security.js"
 
-const rule = (message: string) => ({ message: () => ({ message, override: true }) })
 
 const PageNumber = Schema.NumberFromString.pipe(Schema.int(), Schema.greaterThanOrEqualTo(1)).annotations(
   rule("must be an integer of at least 1")
@@ -39,6 +39,9 @@ export class IntentPage extends Schema.Class<IntentPage>("IntentPage")({
   total_pages: Schema.Int
 }) {}
 
+/** `{id}`: any string, so that a malformed id is a 404 like an unknown one. */
+const IntentPath = Schema.Struct({ id: Schema.String })
+
 /** SPEC.md's v1 Trade Intent endpoints. */
 export class IntentsApi extends HttpApiGroup.make("intents")
   .add(
@@ -53,7 +56,7 @@ export class IntentsApi extends HttpApiGroup.make("intents")
   )
   .add(
     HttpApiEndpoint.get("getIntent", "/intents/:id")
-      .setPath(Schema.Struct({ id: Schema.String }))
+      .setPath(IntentPath)
       .addSuccess(TradeIntent)
       .addError(IntentNotFoundResponse)
       .annotate(OpenApi.Summary, "Look a Trade Intent up by its id")
@@ -67,7 +70,7 @@ export class IntentsApi extends HttpApiGroup.make("intents")
   )
   .add(
     HttpApiEndpoint.post("cancelIntent", "/intents/:id/cancel")
-      .setPath(Schema.Struct({ id: Schema.String }))
+      .setPath(IntentPath)
       .addSuccess(TradeIntent)
       .addError(IntentNotFoundResponse)
       .addError(IntentNotCancelableResponse)

@@ -4,6 +4,9 @@ import * as Schema from "effect/Schema"
 export const detail = (message: string) =>
   Schema.String.pipe(Schema.propertySignature, Schema.withConstructorDefault(() => message))
 
+/** Annotates a schema with the rule a client reads in a 400's detail, after the field's name. */
+export const rule = (message: string) => ({ message: () => ({ message, override: true }) })
+
 /** The request is malformed: bad JSON, a missing field, a wrong type, an unknown field. */
 export class ValidationError extends Schema.TaggedError<ValidationError>()("ValidationError", {
   detail: Schema.String

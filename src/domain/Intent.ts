@@ -1,10 +1,8 @@
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
-import { detail, Unprocessable } from "./Errors.js"
+import { detail, rule, Unprocessable } from "./Errors.js"
 import { BrokerId, IntentId, Mode, OrderId, UserId } from "./Ids.js"
 
-/** Annotates a schema with the rule a client sees in a 400's detail, after the field's name. */
-const rule = (message: string) => ({ message: () => ({ message, override: true }) })
 
 const oneOf = <const L extends ReadonlyArray<string>>(...literals: L) =>
   Schema.Literal(...literals).annotations(rule(`must be one of: ${literals.join(", ")}`))

@@ -72,10 +72,11 @@ export const make = (options: RoutingOptions) =>
     /** After an order is recorded: pass on a cancel that arrived meanwhile, or watch a resting day order. */
     const followUp = (context: RoutingContext, order: BrokerOrder) =>
       Effect.gen(function*() {
+        if (!isResting(order)) return // a final order leaves nothing to cancel or watch
         const now = yield* repository.context(context.intentId)
         if (Option.isNone(now) || isFinal(now.value.status)) return
         if (now.value.cancelRequested) return yield* repository.enqueue(context.intentId, "cancel", yield* DateTime.now)
-        if (isResting(order) && context.spec.time_in_force === "day") {
+        if (context.spec.time_in_force === "day") {
           yield* repository.enqueue(context.intentId, "sync", endOfDay(yield* DateTime.now))
         }
       })
