@@ -18,7 +18,12 @@ import { RateLimiter } from "./services/RateLimiter.js"
 import * as Brokers from "./services/brokers/Brokers.js"
 import * as SqlRoutingRepository from "./services/routing/SqlRoutingRepository.js"
 import { DatabaseInfo } from "./sql/Database.js"
+import * as InMemoryWebhookRepository from "./services/webhooks/InMemoryWebhookRepository.js"
+import * as SqlWebhookRepository from "./services/webhooks/SqlWebhookRepository.js"
+import { Webhooks } from "./services/webhooks/Webhooks.js"
+import { WebhookSigner } from "./services/webhooks/WebhookSigner.js"
 import * as RoutingWorker from "./workers/RoutingWorker.js"
+import * as WebhookWorker from "./workers/WebhookWorker.js"
 
 export interface ServiceOptions {
   readonly adminToken: Option.Option<Redacted.Redacted<string>>
@@ -31,6 +36,8 @@ export const ports = (options: ServiceOptions) =>
     SqlIntentRepository.layer,
     SqlAccountRepository.layer,
     SqlRoutingRepository.layer,
+    SqlWebhookRepository.layer,
+    WebhookSigner.layer,
     Brokers.layer,
     RateLimiter.layerSql,
     Health.layer,
@@ -42,6 +49,8 @@ export const portsInMemory = (options: ServiceOptions) =>
   Layer.mergeAll(
     InMemoryIntentRepository.layer,
     InMemoryAccountRepository.layer,
+    InMemoryWebhookRepository.layer,
+    WebhookSigner.layer,
     RateLimiter.layerInMemory,
     Health.layerInMemory,
     Ids.layer,
@@ -49,13 +58,21 @@ export const portsInMemory = (options: ServiceOptions) =>
   )
 
 /** Everything the HTTP server needs above the ports: use cases and the security middleware. */
-export const application = Layer.mergeAll(Intents.Default, Operators.Default, ApiKeyAuthLive)
+export const application = Layer.mergeAll(Intents.Default, Operators.Default, Webhooks.Default, ApiKeyAuthLive)
 
-/** The whole service on the database, with its background work: routing. */
-export const layerWithWorkers = (options: ServiceOptions, routing: RoutingWorker.RoutingOptions) =>
-  Layer.mergeAll(application, AdminAuthLive(options.adminToken), RoutingWorker.layer(routing)).pipe(
-    Layer.provideMerge(ports(options))
-  )
+export interface WorkerOptions {
+  readonly routing: RoutingWorker.RoutingOptions
+  readonly webhooks: WebhookWorker.WebhookOptions
+}
+
+/** The whole service on the database, with its background work: routing and webhook delivery. */
+export const layerWithWorkers = (options: ServiceOptions, workers: WorkerOptions) =>
+  Layer.mergeAll(
+    application,
+    AdminAuthLive(options.adminToken),
+    RoutingWorker.layer(workers.routing),
+    WebhookWorker.layer(workers.webhooks)
+  ).pipe(Layer.provideMerge(ports(options)))
 
 /** The whole service below HTTP over the given ports: swap one port to test what sits above it. */
 export const withPorts = <E, R>(options: ServiceOptions, ports: Layer.Layer<Layer.Layer.Success<ReturnType<typeof portsInMemory>>, E, R>) =>
@@ -91,6 +108,7 @@ export const layerConfig = Layer.unwrapEffect(
       ? Option.some(yield* localCredentialsKey(database.dataDir))
       : configured
     const routing = yield* RoutingWorker.config
-    return layerWithWorkers({ adminToken, credentialsKey }, routing)
+    const webhooks = yield* WebhookWorker.config
+    return layerWithWorkers({ adminToken, credentialsKey }, { routing, webhooks })
   })
 )

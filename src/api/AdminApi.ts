@@ -5,7 +5,15 @@ import * as Schema from "effect/Schema"
 import { rule } from "../domain/Errors.js"
 import { ApiKey, ApiKeyScope, BrokerKind, Tier, User } from "../domain/Account.js"
 import { BrokerId, Mode } from "../domain/Ids.js"
-import { ApiKeyNotFoundResponse, UnprocessableResponse, UserNotFoundResponse } from "./ApiErrors.js"
+import { Delivery, EventType, WebhookEndpoint } from "../domain/Webhook.js"
+import {
+  ApiKeyNotFoundResponse,
+  DeliveryNotFoundResponse,
+  UnprocessableResponse,
+  UserNotFoundResponse,
+  WebhookEndpointDisabledResponse,
+  WebhookEndpointNotFoundResponse
+} from "./ApiErrors.js"
 import { AdminAuth } from "./Security.js"
 
 const Name = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)).annotations(
@@ -64,7 +72,39 @@ export class BrokerView extends Schema.Class<BrokerView>("BrokerView")({
   created_at: Schema.DateTimeUtc
 }) {}
 
+export const CreateWebhookEndpointPayload = Schema.Struct({
+  url: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2048)).annotations(
+    rule("must be an http or https URL of at most 2048 characters")
+  ),
+  mode: Mode.annotations(rule("must be one of: test, live")),
+  events: Schema.optional(
+    Schema.Array(EventType).pipe(Schema.minItems(1)).annotations(
+      rule(`must be a non-empty list of: ${EventType.literals.join(", ")}`)
+    )
+  )
+}).annotations(strict)
+
+const { user_id: _user, ...endpointFields } = WebhookEndpoint.fields
+
+/** An endpoint as listed: never its secret. */
+export class WebhookEndpointView extends Schema.Class<WebhookEndpointView>("WebhookEndpointView")(endpointFields) {}
+
+/** An endpoint as created: the only response that ever carries `secret`. */
+export class CreatedWebhookEndpoint extends Schema.Class<CreatedWebhookEndpoint>("CreatedWebhookEndpoint")({
+  ...WebhookEndpointView.fields,
+  secret: Schema.String
+}) {}
+
+const DeliveriesQuery = Schema.Struct({
+  limit: Schema.optional(
+    Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000)).annotations(
+      rule("must be an integer from 1 to 1000")
+    )
+  )
+})
+
 const UserPath = Schema.Struct({ user_id: Schema.String })
+const EndpointPath = Schema.Struct({ endpoint_id: Schema.String })
 
 /** The operator API: it stands in for the dashboard of SPEC.md. */
 export class AdminApi extends HttpApiGroup.make("admin")
@@ -106,7 +146,40 @@ export class AdminApi extends HttpApiGroup.make("admin")
       .addError(UserNotFoundResponse)
       .addError(UnprocessableResponse)
   )
+  .add(
+    HttpApiEndpoint.post("createWebhookEndpoint", "/users/:user_id/webhook-endpoints")
+      .setPath(UserPath)
+      .setPayload(CreateWebhookEndpointPayload)
+      .addSuccess(CreatedWebhookEndpoint, { status: 201 })
+      .addError(UserNotFoundResponse)
+  )
+  .add(
+    HttpApiEndpoint.get("listWebhookEndpoints", "/users/:user_id/webhook-endpoints")
+      .setPath(UserPath)
+      .addSuccess(Schema.Struct({ items: Schema.Array(WebhookEndpointView) }))
+      .addError(UserNotFoundResponse)
+  )
+  .add(
+    HttpApiEndpoint.del("deleteWebhookEndpoint", "/webhook-endpoints/:endpoint_id")
+      .setPath(EndpointPath)
+      .addSuccess(Schema.Void, { status: 204 })
+      .addError(WebhookEndpointNotFoundResponse)
+  )
+  .add(
+    HttpApiEndpoint.get("listDeliveries", "/webhook-endpoints/:endpoint_id/deliveries")
+      .setPath(EndpointPath)
+      .setUrlParams(DeliveriesQuery)
+      .addSuccess(Schema.Struct({ items: Schema.Array(Delivery) }))
+      .addError(WebhookEndpointNotFoundResponse)
+  )
+  .add(
+    HttpApiEndpoint.post("resendDelivery", "/deliveries/:delivery_id/resend")
+      .setPath(Schema.Struct({ delivery_id: Schema.String }))
+      .addSuccess(Delivery, { status: 202 })
+      .addError(DeliveryNotFoundResponse)
+      .addError(WebhookEndpointDisabledResponse)
+  )
   .middleware(AdminAuth)
   .prefix("/admin/v1")
-  .annotate(OpenApi.Description, "Operator API: users, API keys and broker connections. Bearer ADMIN_TOKEN.")
+  .annotate(OpenApi.Description, "Operator API: users, API keys, broker connections and webhook endpoints. Bearer ADMIN_TOKEN.")
 {}

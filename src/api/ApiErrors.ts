@@ -7,6 +7,7 @@ import { ApiKeyNotFound, BrokerNotFound, UserNotFound } from "../domain/Account.
 import { Forbidden, QuotaExceeded, RateLimited, Unauthorized } from "../domain/Auth.js"
 import { InternalError, Unavailable, Unprocessable, ValidationError } from "../domain/Errors.js"
 import { DuplicateIntent, IntentNotCancelable, IntentNotFound } from "../domain/Intent.js"
+import { DeliveryNotFound, WebhookEndpointDisabled, WebhookEndpointNotFound } from "../domain/Webhook.js"
 import { CurrentRequestId } from "./RequestId.js"
 
 /** The error body of every error response: exactly these fields (a 429 adds `retry_after`). */
@@ -100,6 +101,21 @@ export const ApiKeyNotFoundResponse = wire(ApiKeyNotFound, {
   status: 404,
   code: "api_key_not_found",
   make: (detail) => new ApiKeyNotFound({ detail })
+})
+export const WebhookEndpointNotFoundResponse = wire(WebhookEndpointNotFound, {
+  status: 404,
+  code: "webhook_endpoint_not_found",
+  make: (detail) => new WebhookEndpointNotFound({ detail })
+})
+export const DeliveryNotFoundResponse = wire(DeliveryNotFound, {
+  status: 404,
+  code: "delivery_not_found",
+  make: (detail) => new DeliveryNotFound({ detail })
+})
+export const WebhookEndpointDisabledResponse = wire(WebhookEndpointDisabled, {
+  status: 409,
+  code: "webhook_endpoint_disabled",
+  make: (detail) => new WebhookEndpointDisabled({ detail })
 })
 export const DuplicateIntentResponse = wire(DuplicateIntent, {
   status: 409,

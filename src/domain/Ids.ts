@@ -26,3 +26,9 @@ export interface Owner {
   readonly userId: UserId
   readonly mode: Mode
 }
+
+export const WebhookEndpointId = Schema.UUID.pipe(Schema.brand("WebhookEndpointId"))
+export type WebhookEndpointId = typeof WebhookEndpointId.Type
+
+export const DeliveryId = Schema.UUID.pipe(Schema.brand("DeliveryId"))
+export type DeliveryId = typeof DeliveryId.Type

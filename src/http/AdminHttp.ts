@@ -1,12 +1,14 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as Effect from "effect/Effect"
-import { ApiKeyView, BrokerView, CreatedApiKey } from "../api/AdminApi.js"
+import { ApiKeyView, BrokerView, CreatedApiKey, CreatedWebhookEndpoint, WebhookEndpointView } from "../api/AdminApi.js"
 import { Api } from "../api/Api.js"
 import { Operators } from "../services/accounts/Operators.js"
+import { Webhooks } from "../services/webhooks/Webhooks.js"
 
 export const AdminHttpLive = HttpApiBuilder.group(Api, "admin", (handlers) =>
   Effect.gen(function*() {
     const operators = yield* Operators
+    const webhooks = yield* Webhooks
     return handlers
       .handle("createUser", ({ payload }) => operators.createUser(payload))
       .handle("getUser", ({ path }) => operators.getUser(path.user_id))
@@ -17,4 +19,17 @@ export const AdminHttpLive = HttpApiBuilder.group(Api, "admin", (handlers) =>
       .handle("revokeApiKey", ({ path }) => operators.revokeApiKey(path.key_id))
       .handle("createBroker", ({ path, payload }) =>
         Effect.map(operators.createBroker(path.user_id, payload), (broker) => new BrokerView(broker)))
+      .handle("createWebhookEndpoint", ({ path, payload }) =>
+        Effect.map(
+          webhooks.createEndpoint(path.user_id, payload),
+          ({ endpoint, secret }) => new CreatedWebhookEndpoint({ ...endpoint, secret })
+        ))
+      .handle("listWebhookEndpoints", ({ path }) =>
+        Effect.map(webhooks.listEndpoints(path.user_id), (endpoints) => ({
+          items: endpoints.map((endpoint) => new WebhookEndpointView(endpoint))
+        })))
+      .handle("deleteWebhookEndpoint", ({ path }) => webhooks.deleteEndpoint(path.endpoint_id))
+      .handle("listDeliveries", ({ path, urlParams }) =>
+        Effect.map(webhooks.listDeliveries(path.endpoint_id, urlParams.limit ?? 100), (items) => ({ items })))
+      .handle("resendDelivery", ({ path }) => webhooks.resend(path.delivery_id))
   }))

@@ -1,23 +1,19 @@
-import * as Cause from "effect/Cause"
 import * as Config from "effect/Config"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Queue from "effect/Queue"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
-import * as Stream from "effect/Stream"
 import { isFinal } from "../domain/Routing.js"
 import { endOfDay } from "../domain/MockExchange.js"
 import { BrokerGateway, type BrokerOrder } from "../services/brokers/BrokerGateway.js"
 import { ROUTING_CHANNEL } from "../services/intents/SqlTransitions.js"
 import { type Job, type RoutingContext, RoutingRepository } from "../services/routing/RoutingRepository.js"
-import { Notifications } from "../sql/Database.js"
-import { delays } from "./RoutingConfig.js"
+import * as JobLoop from "./JobLoop.js"
+import { delays } from "./RetryConfig.js"
 
 export interface RoutingOptions {
   /** Delays between attempts at an unreachable broker before the intent fails. */
@@ -32,7 +28,6 @@ export interface RoutingOptions {
 
 const CANCELED_BY_CLIENT = "Canceled by the client"
 const SUBMISSION_IN_FLIGHT_RETRY = Duration.millis(250)
-const DRAIN_TIMEOUT = Duration.seconds(10)
 
 const isResting = (order: BrokerOrder) => order.status === "new" || order.status === "partially_filled"
 
@@ -40,7 +35,6 @@ export const make = (options: RoutingOptions) =>
   Effect.gen(function*() {
     const repository = yield* RoutingRepository
     const broker = yield* BrokerGateway
-    const notifications = yield* Notifications
     const concurrency = options.concurrency ?? 32
     const pollInterval = Duration.decode(options.pollInterval ?? "1 second")
     const [first, ...rest] = options.retryDelays
@@ -151,78 +145,15 @@ export const make = (options: RoutingOptions) =>
         Effect.annotateLogs({ intent_id: job.intentId, job: job.kind })
       )
 
-    const wake = yield* Queue.sliding<void>(1)
-    const claimed = yield* Ref.make<ReadonlySet<Job>>(new Set())
-    const inFlight = Effect.map(Ref.get(claimed), (jobs) => jobs.size)
-    const stopping = yield* Ref.make(false)
-    const fibers = yield* FiberSet.make()
-
-    const run = (job: Job) =>
-      process(job).pipe(
-        Effect.catchAllCause((cause) =>
-          Cause.isInterruptedOnly(cause)
-            ? Effect.void
-            : Effect.zipRight(
-              Effect.logError("routing job failed; it will be retried", cause),
-              Effect.flatMap(later(Duration.seconds(5)), (at) => repository.reschedule(job, at))
-            )
-        ),
-        // A job cut short by shutdown is released for another instance at once.
-        Effect.onInterrupt(() => Effect.flatMap(DateTime.now, (now) => repository.reschedule(job, now))),
-        Effect.ensuring(Effect.zipRight(
-          Ref.update(claimed, (jobs) => new Set([...jobs].filter((j) => j !== job))),
-          Queue.offer(wake, undefined)
-        ))
-      )
-
-    const tick = Effect.gen(function*() {
-      if (yield* Ref.get(stopping)) return yield* Effect.never
-      const free = concurrency - (yield* inFlight)
-      const jobs = free > 0 ? yield* repository.claim(free, lease) : []
-      for (const job of jobs) {
-        yield* Ref.update(claimed, (jobs) => new Set([...jobs, job]))
-        yield* FiberSet.run(fibers, run(job))
-      }
-      if (jobs.length === 0 || jobs.length < free) {
-        // Sleep until a commit notifies, the next job is due, or the poll interval passes.
-        const now = yield* DateTime.now
-        const due = yield* repository.nextDue
-        const untilDue = Option.match(due, {
-          onNone: () => pollInterval,
-          onSome: (at) => Duration.millis(Math.max(0, DateTime.distance(now, at)))
-        })
-        yield* Queue.take(wake).pipe(Effect.timeoutOption(Duration.min(pollInterval, untilDue)))
-      }
-    }).pipe(
-      Effect.catchAllCause((cause) =>
-        Effect.zipRight(Effect.logError("routing worker could not claim jobs", cause), Effect.sleep(pollInterval))
-      )
-    )
-
-    yield* notifications.listen(ROUTING_CHANNEL).pipe(
-      Stream.runForEach(() => Queue.offer(wake, undefined)),
-      Effect.catchAllCause((cause) => Effect.logWarning("routing notifications lost; polling meanwhile", cause)),
-      Effect.repeat(Schedule.spaced("1 second")),
-      Effect.forkScoped
-    )
-    yield* Effect.forkScoped(Effect.forever(tick))
-    // The heartbeat: claims in flight are renewed well before their lease runs out.
-    yield* Ref.get(claimed).pipe(
-      Effect.flatMap((jobs) => repository.extend([...jobs], lease)),
-      Effect.catchAllCause((cause) => Effect.logWarning("could not renew routing leases", cause)),
-      Effect.repeat(Schedule.spaced(Duration.divide(lease, 3).pipe(Option.getOrElse(() => lease)))),
-      Effect.forkScoped
-    )
-    // On shutdown: claim nothing more and let jobs in flight finish, for a while.
-    yield* Effect.addFinalizer(() =>
-      Effect.zipRight(
-        Ref.set(stopping, true),
-        inFlight.pipe(
-          Effect.repeat({ until: (n) => n === 0, schedule: Schedule.spaced("20 millis") }),
-          Effect.timeoutOption(DRAIN_TIMEOUT)
-        )
-      )
-    )
+    yield* JobLoop.run({
+      name: "routing",
+      channel: ROUTING_CHANNEL,
+      queue: { ...repository, release: repository.reschedule },
+      process,
+      concurrency,
+      pollInterval,
+      lease
+    })
   }).pipe(Effect.annotateLogs({ service: "routing" }))
 
 /** The routing worker, running for as long as the Layer is in use. */

@@ -32,9 +32,12 @@ export const serve = <A, E, R>(services: Layer.Layer<A, E, R>) =>
 /** Routing retries quickly in tests: an unreachable broker fails an intent in about 30 ms. */
 export const routing = { retryDelays: [Duration.millis(10), Duration.millis(10), Duration.millis(10)] }
 
+/** Webhooks retry quickly in tests: three retries 50 ms apart, a receiver has 2 s to answer. */
+export const webhooks = { retryDelays: [Duration.millis(50), Duration.millis(50), Duration.millis(50)], timeout: Duration.seconds(2) }
+
 /** The whole service with its workers, as `main.ts` composes it, on the given (migrated) database. */
 export const layer = <E, R>(database: Layer.Layer<SqlClient.SqlClient | Database.Notifications, E, R>) =>
-  serve(Services.layerWithWorkers(options, routing).pipe(Layer.provideMerge(database)))
+  serve(Services.layerWithWorkers(options, { routing, webhooks }).pipe(Layer.provideMerge(database)))
 
 /** The whole service on in-memory ports: for fast tests of everything above the repository. */
 export const layerInMemory = serve(Services.layerInMemory(options))

@@ -5,7 +5,7 @@ import type { IntentId } from "../../domain/Ids.js"
 import { IntentStatus } from "../../domain/Intent.js"
 import { eventType, type RoutingState, type Transition } from "../../domain/Routing.js"
 
-const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+export const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
 
 /**
  * An intent with its orders and their fills, built as one JSON document by the database so that a
@@ -32,14 +32,31 @@ export const intentObject = `json_build_object(
 /** The channel a commit that adds routing work notifies, so that workers wake at once. */
 export const ROUTING_CHANNEL = "routing_jobs"
 
-/** An event row whose `data` is the intent as a GET would show it now (DESIGN.md section 7). */
+/** The channel a commit that makes a webhook delivery due notifies. */
+export const WEBHOOK_CHANNEL = "webhook_deliveries"
+
+/**
+ * An event row whose `data` is the intent as a GET would show it now (DESIGN.md section 7), and in
+ * the same statement one delivery for each enabled endpoint of the intent's user and mode that
+ * subscribes to its type; delivery workers are woken when the transaction commits.
+ */
 export const insertEvent = (
   sql: SqlClient.SqlClient,
   event: { readonly eventId: string; readonly intentId: string; readonly type: string; readonly at: Date }
 ) =>
-  sql`INSERT INTO events (id, user_id, mode, intent_id, type, data, created_at)
-      SELECT ${event.eventId}, i.user_id, i.mode, i.id, ${event.type}, (${sql.literal(intentObject)})::jsonb, ${event.at}
-      FROM intents i WHERE i.id = ${event.intentId}`
+  sql`WITH event AS (
+        INSERT INTO events (id, user_id, mode, intent_id, type, data, created_at)
+        SELECT ${event.eventId}, i.user_id, i.mode, i.id, ${event.type}, ${sql.literal(intentObject)}, ${event.at}
+        FROM intents i WHERE i.id = ${event.intentId}
+        RETURNING id, user_id, mode, type, created_at
+      ), deliveries AS (
+        INSERT INTO webhook_deliveries (id, endpoint_id, event_id, status, next_attempt_at, created_at, updated_at)
+        SELECT gen_random_uuid(), w.id, event.id, 'pending', event.created_at, event.created_at, event.created_at
+        FROM event JOIN webhook_endpoints w
+          ON w.user_id = event.user_id AND w.mode = event.mode AND w.disabled_at IS NULL AND w.events @> to_jsonb(event.type)
+        RETURNING 1
+      )
+      SELECT pg_notify(${WEBHOOK_CHANNEL}, '') FROM (SELECT 1 FROM deliveries LIMIT 1) due`
 
 const StateRow = Schema.Struct({ status: IntentStatus, quantity: Schema.NumberFromString })
 const FillRow = Schema.Struct({ id: Schema.String, quantity: Schema.NumberFromString })

@@ -1,0 +1,70 @@
+import * as Context from "effect/Context"
+import type * as DateTime from "effect/DateTime"
+import type * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
+import type * as Redacted from "effect/Redacted"
+import type { DeliveryId, Mode, UserId, WebhookEndpointId } from "../../domain/Ids.js"
+import type { Delivery, EventType, WebhookEndpoint } from "../../domain/Webhook.js"
+
+export interface NewEndpoint {
+  readonly id: WebhookEndpointId
+  readonly user_id: UserId
+  readonly url: string
+  readonly mode: Mode
+  readonly events: ReadonlyArray<EventType>
+  readonly secret: string
+  readonly created_at: DateTime.Utc
+}
+
+/** A claimed delivery with everything needed to send it; `claims` fences a worker that lost its lease. */
+export interface DueDelivery {
+  readonly id: DeliveryId
+  readonly claims: number
+  /** Failed attempts since the delivery was created or re-sent: the step of the retry schedule. */
+  readonly failures: number
+  readonly endpointId: WebhookEndpointId
+  readonly url: string
+  readonly mode: Mode
+  readonly secret: Redacted.Redacted<string>
+  readonly eventId: string
+  /** The envelope `{id, type, created_at, data}`, exactly the bytes to sign and send. */
+  readonly body: string
+}
+
+/** What one POST achieved, and what follows from it. */
+export interface AttemptResult {
+  readonly at: DateTime.Utc
+  readonly statusCode: number | null
+  readonly error: string | null
+  readonly durationMs: number
+  /** `retry`: due again at `at`; `gone`: the endpoint answered 410 and is disabled with its pending deliveries. */
+  readonly next:
+    | { readonly _tag: "succeeded" }
+    | { readonly _tag: "retry"; readonly at: DateTime.Utc }
+    | { readonly _tag: "failed" }
+    | { readonly _tag: "gone" }
+}
+
+/** Webhook endpoints and the deliveries of events to them. */
+export class WebhookRepository extends Context.Tag("WebhookRepository")<WebhookRepository, {
+  readonly createEndpoint: (endpoint: NewEndpoint) => Effect.Effect<WebhookEndpoint>
+  readonly listEndpoints: (userId: UserId) => Effect.Effect<ReadonlyArray<WebhookEndpoint>>
+  readonly findEndpoint: (id: WebhookEndpointId) => Effect.Effect<Option.Option<WebhookEndpoint>>
+  /** Deletes an endpoint and its deliveries; false when there is no such endpoint. */
+  readonly deleteEndpoint: (id: WebhookEndpointId) => Effect.Effect<boolean>
+  /** An endpoint's deliveries, newest first, each with its attempts. */
+  readonly listDeliveries: (endpointId: WebhookEndpointId, limit: number) => Effect.Effect<ReadonlyArray<Delivery>>
+  readonly findDelivery: (id: DeliveryId) => Effect.Effect<Option.Option<Delivery>>
+  /** Makes a delivery due now with a fresh retry schedule, unless its endpoint is disabled. */
+  readonly resend: (id: DeliveryId, at: DateTime.Utc) => Effect.Effect<boolean>
+  /** Claims up to `limit` due deliveries for `lease`, skipping those another worker holds. */
+  readonly claim: (limit: number, lease: Duration.Duration) => Effect.Effect<ReadonlyArray<DueDelivery>>
+  /** When the earliest delivery not held by a live worker is due. */
+  readonly nextDue: Effect.Effect<Option.Option<DateTime.Utc>>
+  readonly extend: (deliveries: ReadonlyArray<DueDelivery>, lease: Duration.Duration) => Effect.Effect<void>
+  /** Records an attempt and its consequence; nothing if the claim was lost meanwhile. */
+  readonly complete: (delivery: DueDelivery, result: AttemptResult) => Effect.Effect<void>
+  /** Hands a claimed delivery back, due at `at`, without counting an attempt (shutdown). */
+  readonly release: (delivery: DueDelivery, at: DateTime.Utc) => Effect.Effect<void>
+}>() {}

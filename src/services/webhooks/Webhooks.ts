@@ -1,0 +1,98 @@
+import * as DateTime from "effect/DateTime"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { UserNotFound } from "../../domain/Account.js"
+import { ValidationError } from "../../domain/Errors.js"
+import { DeliveryId, type Mode, UserId, WebhookEndpointId } from "../../domain/Ids.js"
+import {
+  allEventTypes,
+  checkEndpointUrl,
+  DeliveryNotFound,
+  type EventType,
+  WebhookEndpointDisabled,
+  WebhookEndpointNotFound
+} from "../../domain/Webhook.js"
+import { AccountRepository } from "../accounts/AccountRepository.js"
+import { Ids } from "../Ids.js"
+import { requirePublic } from "./PublicAddress.js"
+import { WebhookRepository } from "./WebhookRepository.js"
+
+const isUserId = Schema.is(UserId)
+const isEndpointId = Schema.is(WebhookEndpointId)
+const isDeliveryId = Schema.is(DeliveryId)
+
+/** The operator's webhook use cases: endpoints, their deliveries, re-sending. */
+export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
+  effect: Effect.gen(function*() {
+    const accounts = yield* AccountRepository
+    const repository = yield* WebhookRepository
+    const ids = yield* Ids
+
+    const requireUser = (id: string) =>
+      Effect.filterOrFail(
+        isUserId(id) ? accounts.findUser(id) : Effect.succeedNone,
+        Option.isSome,
+        () => new UserNotFound()
+      ).pipe(Effect.map((user) => user.value))
+
+    const requireEndpoint = (id: string) =>
+      Effect.filterOrFail(
+        isEndpointId(id) ? repository.findEndpoint(id) : Effect.succeedNone,
+        Option.isSome,
+        () => new WebhookEndpointNotFound()
+      ).pipe(Effect.map((endpoint) => endpoint.value))
+
+    /** Creates an endpoint; the returned `secret` (64 hex) is the only time it is ever shown. */
+    const createEndpoint = Effect.fn("Webhooks.createEndpoint")(function*(userId: string, input: {
+      readonly url: string
+      readonly mode: Mode
+      readonly events?: ReadonlyArray<EventType> | undefined
+    }) {
+      const user = yield* requireUser(userId)
+      const url = checkEndpointUrl(input.url, input.mode)
+      if (Either.isLeft(url)) return yield* new ValidationError({ detail: url.left })
+      if (input.mode === "live") {
+        yield* requirePublic(url.right).pipe(Effect.mapError((detail) => new ValidationError({ detail })))
+      }
+      const secret = yield* ids.hex(32)
+      const endpoint = yield* repository.createEndpoint({
+        id: WebhookEndpointId.make(yield* ids.uuid),
+        user_id: user.id,
+        url: input.url,
+        mode: input.mode,
+        events: [...new Set(input.events ?? allEventTypes)],
+        secret,
+        created_at: yield* DateTime.now
+      })
+      return { endpoint, secret }
+    })
+
+    const resend = Effect.fn("Webhooks.resend")(function*(deliveryId: string) {
+      const delivery = yield* Effect.filterOrFail(
+        isDeliveryId(deliveryId) ? repository.findDelivery(deliveryId) : Effect.succeedNone,
+        Option.isSome,
+        () => new DeliveryNotFound()
+      )
+      if (!(yield* repository.resend(delivery.value.id, yield* DateTime.now))) {
+        return yield* new WebhookEndpointDisabled()
+      }
+      return Option.getOrElse(yield* repository.findDelivery(delivery.value.id), () => delivery.value)
+    })
+
+    return {
+      createEndpoint,
+      listEndpoints: (userId: string) => Effect.flatMap(requireUser(userId), (user) => repository.listEndpoints(user.id)),
+      deleteEndpoint: (endpointId: string) =>
+        Effect.filterOrFail(
+          isEndpointId(endpointId) ? repository.deleteEndpoint(endpointId) : Effect.succeed(false),
+          (deleted) => deleted,
+          () => new WebhookEndpointNotFound()
+        ).pipe(Effect.asVoid),
+      listDeliveries: (endpointId: string, limit: number) =>
+        Effect.flatMap(requireEndpoint(endpointId), (endpoint) => repository.listDeliveries(endpoint.id, limit)),
+      resend
+    } as const
+  })
+}) {}

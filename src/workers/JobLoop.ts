@@ -1,0 +1,117 @@
+import * as Cause from "effect/Cause"
+import * as DateTime from "effect/DateTime"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as FiberSet from "effect/FiberSet"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Ref from "effect/Ref"
+import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
+import { Notifications } from "../sql/Database.js"
+
+/** A durable queue in the database, as a worker sees it: jobs are claimed under a lease. */
+export interface JobQueue<Job> {
+  /** Claims up to `limit` due jobs for `lease`, skipping (not waiting for) those another worker holds. */
+  readonly claim: (limit: number, lease: Duration.Duration) => Effect.Effect<ReadonlyArray<Job>>
+  /** When the earliest job not held by a live worker is due: how long the worker may sleep. */
+  readonly nextDue: Effect.Effect<Option.Option<DateTime.Utc>>
+  /** Renews the lease of jobs in flight, so that only a dead worker's jobs are claimed again. */
+  readonly extend: (jobs: ReadonlyArray<Job>, lease: Duration.Duration) => Effect.Effect<void>
+  /** Hands a job back, due at `at`: after a defect, or when shutdown cuts it short. */
+  readonly release: (job: Job, at: DateTime.Utc) => Effect.Effect<void>
+}
+
+export interface JobLoopOptions<Job> {
+  /** Names the loop in logs. */
+  readonly name: string
+  /** The channel a commit that adds work notifies. */
+  readonly channel: string
+  readonly queue: JobQueue<Job>
+  readonly process: (job: Job) => Effect.Effect<void>
+  /** Jobs in flight at once in this instance. */
+  readonly concurrency: number
+  /** The longest the loop sleeps without a notification (missed notifications, clock drift). */
+  readonly pollInterval: Duration.Duration
+  readonly lease: Duration.Duration
+}
+
+const DEFECT_RETRY = Duration.seconds(5)
+const DRAIN_TIMEOUT = Duration.seconds(10)
+
+/**
+ * Runs jobs from a database queue until the scope closes: woken by `LISTEN` when a commit adds work,
+ * otherwise asleep until the next job is due; leases renewed while jobs run; on shutdown, claims
+ * nothing more and lets jobs in flight finish for a while, handing back those cut short.
+ */
+export const run = <Job>(options: JobLoopOptions<Job>) =>
+  Effect.gen(function*() {
+    const { concurrency, lease, pollInterval, queue } = options
+    const notifications = yield* Notifications
+    const wake = yield* Queue.sliding<void>(1)
+    const claimed = yield* Ref.make<ReadonlySet<Job>>(new Set())
+    const inFlight = Effect.map(Ref.get(claimed), (jobs) => jobs.size)
+    const stopping = yield* Ref.make(false)
+    const fibers = yield* FiberSet.make()
+
+    const runJob = (job: Job) =>
+      options.process(job).pipe(
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause) ? Effect.void : Effect.zipRight(
+            Effect.logError(`${options.name} job failed; it will be retried`, cause),
+            Effect.flatMap(DateTime.now, (now) => queue.release(job, DateTime.addDuration(now, DEFECT_RETRY)))
+          )
+        ),
+        Effect.onInterrupt(() => Effect.flatMap(DateTime.now, (now) => queue.release(job, now))),
+        Effect.ensuring(Effect.zipRight(
+          Ref.update(claimed, (jobs) => new Set([...jobs].filter((j) => j !== job))),
+          Queue.offer(wake, undefined)
+        ))
+      )
+
+    const tick = Effect.gen(function*() {
+      if (yield* Ref.get(stopping)) return yield* Effect.never
+      const free = concurrency - (yield* inFlight)
+      const jobs = free > 0 ? yield* queue.claim(free, lease) : []
+      for (const job of jobs) {
+        yield* Ref.update(claimed, (all) => new Set([...all, job]))
+        yield* FiberSet.run(fibers, runJob(job))
+      }
+      if (jobs.length < free || free <= 0) {
+        // Sleep until a commit notifies, a job finishes, the next job is due, or the poll interval passes.
+        const now = yield* DateTime.now
+        const untilDue = Option.match(yield* queue.nextDue, {
+          onNone: () => pollInterval,
+          onSome: (at) => Duration.millis(Math.max(0, DateTime.distance(now, at)))
+        })
+        yield* Queue.take(wake).pipe(Effect.timeoutOption(Duration.min(pollInterval, untilDue)))
+      }
+    }).pipe(
+      Effect.catchAllCause((cause) =>
+        Effect.zipRight(Effect.logError(`${options.name} worker could not claim jobs`, cause), Effect.sleep(pollInterval))
+      )
+    )
+
+    yield* notifications.listen(options.channel).pipe(
+      Stream.runForEach(() => Queue.offer(wake, undefined)),
+      Effect.catchAllCause((cause) => Effect.logWarning(`${options.name} notifications lost; polling meanwhile`, cause)),
+      Effect.repeat(Schedule.spaced("1 second")),
+      Effect.forkScoped
+    )
+    yield* Effect.forkScoped(Effect.forever(tick))
+    yield* Ref.get(claimed).pipe(
+      Effect.flatMap((jobs) => queue.extend([...jobs], lease)),
+      Effect.catchAllCause((cause) => Effect.logWarning(`could not renew ${options.name} leases`, cause)),
+      Effect.repeat(Schedule.spaced(Duration.divide(lease, 3).pipe(Option.getOrElse(() => lease)))),
+      Effect.forkScoped
+    )
+    yield* Effect.addFinalizer(() =>
+      Effect.zipRight(
+        Ref.set(stopping, true),
+        inFlight.pipe(
+          Effect.repeat({ until: (n) => n === 0, schedule: Schedule.spaced("20 millis") }),
+          Effect.timeoutOption(DRAIN_TIMEOUT)
+        )
+      )
+    )
+  })
