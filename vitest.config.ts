@@ -3,7 +3,10 @@ import { defineConfig } from "vitest/config"
 
 export default defineConfig({
   resolve: {
-    alias: { "trade-intent-router": fileURLToPath(new URL("./src/index.ts", import.meta.url)) }
+    alias: [
+      { find: /^trade-intent-router$/, replacement: fileURLToPath(new URL("./src/index.ts", import.meta.url)) },
+      { find: /^trade-intent-router\/receiver$/, replacement: fileURLToPath(new URL("./src/Receiver.ts", import.meta.url)) }
+    ]
   },
   test: {
     include: ["test/**/*.test.ts"],

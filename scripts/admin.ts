@@ -10,7 +10,12 @@ import * as Effect from "effect/Effect"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { parseArgs } from "node:util"
-import { CreateApiKeyPayload, CreateBrokerPayload, CreateUserPayload } from "../src/api/AdminApi.js"
+import {
+  CreateApiKeyPayload,
+  CreateBrokerPayload,
+  CreateUserPayload,
+  CreateWebhookEndpointPayload
+} from "../src/api/AdminApi.js"
 import * as Client from "../src/Client.js"
 
 const usage = `Usage: npm run admin -- <command> [flags]
@@ -22,6 +27,11 @@ const usage = `Usage: npm run admin -- <command> [flags]
   revoke-key     --key KEY_ID
   create-broker  --user USER_ID --name NAME --kind mock|alpaca --mode test|live
                  [--api-key-id ID --api-secret-key SECRET [--base-url URL]]
+  create-webhook --user USER_ID --url URL --mode test|live [--events intent.created,intent.filled,...]
+  list-webhooks  --user USER_ID
+  delete-webhook --endpoint ENDPOINT_ID
+  deliveries     --endpoint ENDPOINT_ID [--limit N]
+  resend         --delivery DELIVERY_ID
 
 Environment: ROUTER_URL (default http://127.0.0.1:8080), ADMIN_TOKEN (required).`
 
@@ -41,6 +51,11 @@ const parse = () => parseArgs({
     "api-key-id": { type: "string" },
     "api-secret-key": { type: "string" },
     "base-url": { type: "string" },
+    url: { type: "string" },
+    events: { type: "string" },
+    endpoint: { type: "string" },
+    delivery: { type: "string" },
+    limit: { type: "string" },
     help: { type: "boolean", short: "h" }
   }
 })
@@ -50,7 +65,7 @@ const parsed = Effect.try({ try: parse, catch: (error) => new Error(`${String(er
 const integer = (value: string | undefined) => (value === undefined ? undefined : Number(value))
 type Flags = ReturnType<typeof parse>["values"]
 
-const required = (values: Flags, flag: "user" | "key") =>
+const required = (values: Flags, flag: "user" | "key" | "endpoint" | "delivery") =>
   Effect.fromNullable(values[flag]).pipe(Effect.orElseFail(() => new Error(`--${flag} is required\n\n${usage}`)))
 
 /** Flags become the same payloads the API decodes, so the CLI refuses what the API would. */
@@ -108,6 +123,27 @@ const main = Effect.gen(function*() {
             }
           })
         })
+      case "create-webhook":
+        return yield* admin.createWebhookEndpoint({
+          path: { user_id: yield* required(values, "user") },
+          payload: yield* decode(CreateWebhookEndpointPayload, {
+            url: values.url,
+            mode: values.mode,
+            events: values.events?.split(",")
+          })
+        })
+      case "list-webhooks":
+        return yield* admin.listWebhookEndpoints({ path: { user_id: yield* required(values, "user") } })
+      case "delete-webhook":
+        yield* admin.deleteWebhookEndpoint({ path: { endpoint_id: yield* required(values, "endpoint") } })
+        return { deleted: values.endpoint }
+      case "deliveries":
+        return yield* admin.listDeliveries({
+          path: { endpoint_id: yield* required(values, "endpoint") },
+          urlParams: { limit: integer(values.limit) }
+        })
+      case "resend":
+        return yield* admin.resendDelivery({ path: { delivery_id: yield* required(values, "delivery") } })
       default:
         return yield* Effect.fail(new Error(`Unknown command: ${command}\n\n${usage}`))
     }

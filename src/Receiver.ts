@@ -6,6 +6,9 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+import { TradeIntent } from "./domain/Intent.js"
+import { EventType } from "./domain/Webhook.js"
 import { check, TOLERANCE_SECONDS, WebhookVerificationError } from "./domain/WebhookSignature.js"
 
 export {
@@ -14,6 +17,19 @@ export {
   VerificationFailureReason,
   WebhookVerificationError
 } from "./domain/WebhookSignature.js"
+
+export { EventType } from "./domain/Webhook.js"
+
+/** A delivery's body, DESIGN.md section 7: `data` is the Trade Intent as GET showed it then. */
+export class WebhookEvent extends Schema.Class<WebhookEvent>("WebhookEvent")({
+  id: Schema.String,
+  type: EventType,
+  created_at: Schema.DateTimeUtc,
+  data: TradeIntent
+}) {}
+
+/** Decodes a verified body into a `WebhookEvent`. */
+export const decodeEvent = Schema.decodeUnknown(Schema.parseJson(WebhookEvent))
 
 /** Request headers as `node:http`, `fetch` or `@effect/platform` hold them. */
 export type HeadersLike =

@@ -75,6 +75,12 @@ describe("npm start", () => {
         const refused = await admin(service.baseUrl, ["create-broker", "--user", id, "--name", "m", "--kind", "mock", "--mode", "live"])
         expect(refused.code).toBe(1)
         expect(refused.output).toContain("kind mock is only available in test mode")
+        const hook = await admin(service.baseUrl, ["create-webhook", "--user", id, "--url", "http://127.0.0.1:9/hooks", "--mode", "test"])
+        expect(hook.code).toBe(0)
+        const endpoint = JSON.parse(hook.output) as { id: string; secret: string }
+        expect(endpoint.secret).toMatch(/^[0-9a-f]{64}$/)
+        const none = await admin(service.baseUrl, ["deliveries", "--endpoint", endpoint.id])
+        expect(JSON.parse(none.output)).toEqual({ items: [] })
         expect(await stop(service.child)).toBe(0)
       })
     })))

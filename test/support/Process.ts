@@ -81,7 +81,7 @@ export const signUpOver = async (baseUrl: string, adminToken: string) => {
   const user = await call<{ id: string }>("/users", { name: "Drill", tier: "enterprise", requests_per_minute: 100_000 })
   const key = await call<{ key: string }>(`/users/${user.id}/api-keys`, { name: "drill", mode: "test" })
   const broker = await call<{ id: string }>(`/users/${user.id}/brokers`, { name: "Mock", kind: "mock", mode: "test" })
-  return { key: key.key, brokerId: broker.id }
+  return { key: key.key, brokerId: broker.id, userId: user.id, call }
 }
 
 /** POST an intent; the 201's id. */
