@@ -6,6 +6,7 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { once } from "node:events"
+import { createServer as createHttpServer } from "node:http"
 import { createServer } from "node:net"
 import os from "node:os"
 import { fileURLToPath } from "node:url"
@@ -34,6 +35,8 @@ interface Settings {
 
 interface BenchContext extends Settings {
   readonly baseUrl: string
+  readonly databaseUrl: string
+  readonly userId: string
   readonly apiKey: string
   readonly brokerId: string
   readonly runId: string
@@ -228,7 +231,7 @@ const provision = async (baseUrl: string) => {
     await admin(`/users/${user}/brokers`, { name: "bench mock", kind: "mock", mode: "test" }),
     "id"
   )
-  return { apiKey, brokerId }
+  return { apiKey, brokerId, userId: user }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -295,7 +298,96 @@ const marketIntentFilled: Scenario = {
   }
 }
 
-const SCENARIOS: ReadonlyArray<Scenario> = [marketIntentFilled]
+/** A local webhook receiver answering 204, noting when each event arrived (by body `id`). */
+const startReceiver = async () => {
+  const arrivals: Array<{ readonly id: string; readonly createdAt: number; readonly at: number }> = []
+  const server = createHttpServer((req, res) => {
+    const chunks: Array<Buffer> = []
+    req.on("data", (chunk: Buffer) => chunks.push(chunk))
+    req.on("end", () => {
+      const at = Date.now()
+      const body: unknown = JSON.parse(Buffer.concat(chunks).toString("utf8"))
+      arrivals.push({ id: stringField(body, "id"), createdAt: Date.parse(stringField(body, "created_at")), at })
+      res.writeHead(204).end()
+    })
+  })
+  server.listen(0, "127.0.0.1")
+  await once(server, "listening")
+  const address = server.address()
+  if (address === null || typeof address === "string") throw new Error("receiver has no port")
+  return { url: `http://127.0.0.1:${address.port}/hooks`, arrivals, close: () => server.close() }
+}
+
+const waitUntil = async (check: () => boolean, what: string, timeoutMs = 60_000) => {
+  const deadline = performance.now() + timeoutMs
+  while (!check()) {
+    if (performance.now() > deadline) throw new Error(`${what}: not done after ${timeoutMs / 1000} s`)
+    await sleep(5)
+  }
+}
+
+const webhookDelivery: Scenario = {
+  name: "webhooks",
+  run: async (context) => {
+    const receiver = await startReceiver()
+    try {
+      const subscribe = async () =>
+        stringField(
+          expectStatus(
+            "POST webhook endpoint",
+            await request(`${context.baseUrl}/admin/v1/users/${context.userId}/webhook-endpoints`, ADMIN_TOKEN, {
+              method: "POST",
+              body: { url: receiver.url, mode: "test" }
+            }),
+            201
+          ),
+          "id"
+        )
+      // Latency: from the state change (the event's created_at) to its arrival, while intents flow.
+      await subscribe()
+      const started = performance.now()
+      await runClients(context.intents, context.concurrency, async (index, signal) => {
+        await createIntent(context, `bench-${context.runId}-hook-${index}`, signal)
+      })
+      const expected = context.intents * 2 // intent.created and intent.filled
+      await waitUntil(() => receiver.arrivals.length >= expected, "live deliveries")
+      const wallMs = performance.now() - started
+      const latency = receiver.arrivals.map((arrival) => arrival.at - arrival.createdAt)
+
+      // Throughput: a second endpoint gets a backlog of every event so far at once, then drains it.
+      const backlogEndpoint = await subscribe()
+      const before = receiver.arrivals.length
+      const backlog = Number(
+        (await run("psql", [context.databaseUrl, "-At", "-c", `
+          WITH added AS (
+            INSERT INTO webhook_deliveries (id, endpoint_id, event_id, status, next_attempt_at, created_at, updated_at)
+            SELECT gen_random_uuid(), '${backlogEndpoint}', id, 'pending', now(), now(), now() FROM events
+            RETURNING 1)
+          SELECT count(*) FROM added`])).stdout.trim().split("\n")[0]
+      )
+      const drainStarted = performance.now()
+      await run("psql", [context.databaseUrl, "-qc", "SELECT pg_notify('webhook_deliveries', 'due')"])
+      await waitUntil(() => receiver.arrivals.length >= before + backlog, "backlog")
+      const drainMs = performance.now() - drainStarted
+      const drained = receiver.arrivals.slice(before).map((arrival) => arrival.at - arrival.createdAt)
+      return {
+        rows: [
+          { label: "state change → delivered", samplesMs: latency, wallMs },
+          { label: `backlog of ${backlog} drained`, samplesMs: drained, wallMs: drainMs }
+        ],
+        targets: [{
+          label: "p99 state change → webhook delivered",
+          p99Ms: percentile([...latency].sort((a, b) => a - b), 99),
+          targetMs: P99_TARGET_MS
+        }]
+      }
+    } finally {
+      receiver.close()
+    }
+  }
+}
+
+const SCENARIOS: ReadonlyArray<Scenario> = [marketIntentFilled, webhookDelivery]
 
 // ---------------------------------------------------------------------------------------------
 // Output
@@ -331,10 +423,10 @@ const tableLine = (scenario: string, row: Row): ReadonlyArray<string> => {
 }
 
 const printReports = (reports: ReadonlyArray<{ readonly scenario: Scenario; readonly report: Report }>) => {
-  const header = ["scenario", "count", "p50 ms", "p99 ms", "max ms", "intents/s"]
+  const header = ["scenario", "count", "p50 ms", "p99 ms", "max ms", "per s"]
   const lines = reports.flatMap(({ report, scenario }) => report.rows.map((row) => tableLine(scenario.name, row)))
   console.log(formatTable(header, lines))
-  console.log("(intents/s: measured intents over the wall time of the whole measured run, warm-up excluded)")
+  console.log("(per s: samples over the wall time of the measured run, warm-up excluded: intents, or webhook events)")
   for (const { report } of reports) {
     for (const target of report.targets) {
       const verdict = target.p99Ms <= target.targetMs ? "PASS" : "MISS"
@@ -367,6 +459,7 @@ const main = async () => {
       ...settings,
       ...(await provision(baseUrl)),
       baseUrl,
+      databaseUrl: database.url,
       runId: randomBytes(4).toString("hex")
     }
     const reports = []

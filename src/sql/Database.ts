@@ -16,7 +16,10 @@ export class DatabaseInfo extends Context.Tag("DatabaseInfo")<DatabaseInfo, {
   readonly dataDir: string | undefined
 }>() {}
 
-/** `LISTEN` on the database: a commit's `pg_notify` reaches every instance. */
+/**
+ * `LISTEN` on the database: a commit's `pg_notify` reaches every instance. The payload must not be
+ * empty: both drivers drop notifications without one.
+ */
 export class Notifications extends Context.Tag("Notifications")<Notifications, {
   readonly listen: (channel: string) => Stream.Stream<string, SqlError>
 }>() {}

@@ -29,11 +29,21 @@ export const serve = <A, E, R>(services: Layer.Layer<A, E, R>) =>
     Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
   )
 
+/**
+ * Workers in tests never poll: only a commit's notification or a job falling due wakes them, so a
+ * lost notification fails the tests instead of hiding behind a poll.
+ */
+const pollInterval = Duration.hours(1)
+
 /** Routing retries quickly in tests: an unreachable broker fails an intent in about 30 ms. */
-export const routing = { retryDelays: [Duration.millis(10), Duration.millis(10), Duration.millis(10)] }
+export const routing = { retryDelays: [Duration.millis(10), Duration.millis(10), Duration.millis(10)], pollInterval }
 
 /** Webhooks retry quickly in tests: three retries 50 ms apart, a receiver has 2 s to answer. */
-export const webhooks = { retryDelays: [Duration.millis(50), Duration.millis(50), Duration.millis(50)], timeout: Duration.seconds(2) }
+export const webhooks = {
+  retryDelays: [Duration.millis(50), Duration.millis(50), Duration.millis(50)],
+  timeout: Duration.seconds(2),
+  pollInterval
+}
 
 /** The whole service with its workers, as `main.ts` composes it, on the given (migrated) database. */
 export const layer = <E, R>(database: Layer.Layer<SqlClient.SqlClient | Database.Notifications, E, R>) =>

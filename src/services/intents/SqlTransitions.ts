@@ -56,7 +56,7 @@ export const insertEvent = (
           ON w.user_id = event.user_id AND w.mode = event.mode AND w.disabled_at IS NULL AND w.events @> to_jsonb(event.type)
         RETURNING 1
       )
-      SELECT pg_notify(${WEBHOOK_CHANNEL}, '') FROM (SELECT 1 FROM deliveries LIMIT 1) due`
+      SELECT pg_notify(${WEBHOOK_CHANNEL}, 'due') FROM (SELECT 1 FROM deliveries LIMIT 1) due`
 
 const StateRow = Schema.Struct({ status: IntentStatus, quantity: Schema.NumberFromString })
 const FillRow = Schema.Struct({ id: Schema.String, quantity: Schema.NumberFromString })

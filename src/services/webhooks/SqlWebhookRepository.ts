@@ -177,7 +177,7 @@ export const make = Effect.gen(function*() {
           FROM webhook_endpoints w
           WHERE d.id = ${id} AND w.id = d.endpoint_id AND w.disabled_at IS NULL
           RETURNING d.id`
-        if (rows.length > 0) yield* sql`SELECT pg_notify(${WEBHOOK_CHANNEL}, '')`
+        if (rows.length > 0) yield* sql`SELECT pg_notify(${WEBHOOK_CHANNEL}, 'due')`
         return rows.length > 0
       }).pipe(sql.withTransaction, Effect.orDie, Effect.withSpan("WebhookRepository.resend")),
 
