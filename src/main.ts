@@ -4,9 +4,9 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
-import { createServer } from "node:http"
 import { AppConfig } from "./Config.js"
 import * as FirstRun from "./FirstRun.js"
+import * as NodeServer from "./http/NodeServer.js"
 import * as Server from "./http/Server.js"
 import * as Services from "./Services.js"
 import * as Database from "./sql/Database.js"
@@ -27,7 +27,7 @@ const Main = Layer.unwrapEffect(
     const local = host === "0.0.0.0" || host === "::" ? "localhost" : host
     const services = Services.layerConfig.pipe(Layer.provideMerge(Database.migrated(Database.layerConfig)))
     return Server.layer.pipe(
-      Layer.provide(NodeHttpServer.layer(() => createServer({ maxHeaderSize: 16 * 1024 }), { port, host })),
+      Layer.provide(NodeHttpServer.layer(NodeServer.make, { port, host })),
       Layer.provide(FirstRun.layer(`http://${local}:${port}`)),
       Layer.provide(services)
     )

@@ -94,34 +94,37 @@ export const make = Effect.gen(function*() {
           FROM webhook_deliveries d JOIN events ev ON ev.id = d.event_id WHERE d.id = ${id}`
   })
 
-  const record = (delivery: { readonly id: DeliveryId; readonly claims: number }, result: AttemptResult) =>
-    Effect.gen(function*() {
-      const at = DateTime.toDate(result.at)
-      const [owned] = yield* sql<{ attempts: number }>`
+  /** The attempt and its consequence in one statement: the delivery row and its attempt, only if still claimed. */
+  const record = (delivery: { readonly id: DeliveryId; readonly claims: number }, result: AttemptResult) => {
+    const at = DateTime.toDate(result.at)
+    const next = result.next
+    return sql<{ endpoint_id: string }>`
+      WITH owned AS (
         UPDATE webhook_deliveries SET
           attempts = attempts + 1,
           last_status_code = ${result.statusCode},
-          status = ${result.next._tag === "succeeded" ? "succeeded" : result.next._tag === "retry" ? "pending" : "failed"},
-          failures = CASE WHEN ${result.next._tag === "succeeded"} THEN failures ELSE failures + 1 END,
-          next_attempt_at = ${result.next._tag === "retry" ? DateTime.toDate(result.next.at) : null},
+          status = ${next._tag === "succeeded" ? "succeeded" : next._tag === "retry" ? "pending" : "failed"},
+          failures = failures + ${next._tag === "succeeded" ? 0 : 1},
+          next_attempt_at = ${next._tag === "retry" ? DateTime.toDate(next.at) : null},
           locked_until = NULL,
           updated_at = ${at}
         WHERE id = ${delivery.id} AND claims = ${delivery.claims} AND locked_until IS NOT NULL
-        RETURNING attempts`
-      if (owned === undefined) return
-      yield* sql`INSERT INTO webhook_attempts (delivery_id, number, attempted_at, status_code, error, duration_ms)
-                 VALUES (${delivery.id}, ${owned.attempts}, ${at}, ${result.statusCode}, ${result.error},
-                         ${Math.round(result.durationMs)})`
-      if (result.next._tag === "gone") {
-        const [endpoint] = yield* sql<{ endpoint_id: string }>`
-          UPDATE webhook_endpoints w SET disabled_at = ${at} FROM webhook_deliveries d
-          WHERE d.id = ${delivery.id} AND w.id = d.endpoint_id AND w.disabled_at IS NULL
-          RETURNING w.id AS endpoint_id`
-        if (endpoint !== undefined) {
-          yield* sql`UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, updated_at = ${at}
-                     WHERE endpoint_id = ${endpoint.endpoint_id} AND status = 'pending'`
-        }
-      }
+        RETURNING id, attempts, endpoint_id
+      ), attempt AS (
+        INSERT INTO webhook_attempts (delivery_id, number, attempted_at, status_code, error, duration_ms)
+        SELECT id, attempts, ${at}, ${result.statusCode}, ${result.error}, ${Math.round(result.durationMs)} FROM owned
+      )
+      SELECT endpoint_id FROM owned`
+  }
+
+  /** After a 410: the endpoint is disabled and its other pending deliveries fail. */
+  const disable = (endpointId: string, at: Date) =>
+    Effect.gen(function*() {
+      const disabled = yield* sql`UPDATE webhook_endpoints SET disabled_at = ${at}
+                                  WHERE id = ${endpointId} AND disabled_at IS NULL RETURNING id`
+      if (disabled.length === 0) return
+      yield* sql`UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, updated_at = ${at}
+                 WHERE endpoint_id = ${endpointId} AND status = 'pending'`
     })
 
   return WebhookRepository.of({
@@ -233,7 +236,12 @@ export const make = Effect.gen(function*() {
       }).pipe(Effect.orDie, Effect.withSpan("WebhookRepository.extend")),
 
     complete: (delivery, result) =>
-      record(delivery, result).pipe(sql.withTransaction, Effect.orDie, Effect.withSpan("WebhookRepository.complete")),
+      (result.next._tag === "gone"
+        ? Effect.gen(function*() {
+          const [owned] = yield* record(delivery, result)
+          if (owned !== undefined) yield* disable(owned.endpoint_id, DateTime.toDate(result.at))
+        }).pipe(sql.withTransaction)
+        : record(delivery, result)).pipe(Effect.asVoid, Effect.orDie, Effect.withSpan("WebhookRepository.complete")),
 
     release: (delivery, at) =>
       sql`UPDATE webhook_deliveries SET locked_until = NULL, next_attempt_at = ${DateTime.toDate(at)}

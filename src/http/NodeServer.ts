@@ -1,0 +1,36 @@
+import * as Crypto from "node:crypto"
+import * as Http from "node:http"
+import { edgeErrors } from "../api/ApiErrors.js"
+
+/** Request headers beyond this many bytes are refused with 431 before anything reads them. */
+export const MAX_HEADER_BYTES = 16 * 1024
+
+const refuse = (socket: NodeJS.WritableStream & { destroy: () => void }, status: number, code: string, detail: string) => {
+  const requestId = `req_${Crypto.randomUUID().replaceAll("-", "")}`
+  const body = JSON.stringify({ detail, error_code: code, request_id: requestId })
+  socket.end(
+    `HTTP/1.1 ${status} ${Http.STATUS_CODES[status] ?? ""}\r\nContent-Type: application/json\r\n` +
+      `X-Request-Id: ${requestId}\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+  )
+}
+
+/**
+ * The Node server under the API, hardened against clients that would exhaust it: bounded headers
+ * (431 with the error body), a deadline for headers and for the whole request, and malformed
+ * requests answered 400 and closed.
+ */
+export const make = () => {
+  const server = Http.createServer({ maxHeaderSize: MAX_HEADER_BYTES, headersTimeout: 10_000, requestTimeout: 30_000 })
+  server.keepAliveTimeout = 5_000
+  server.on("clientError", (error: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable) return socket.destroy()
+    if (error.code === "HPE_HEADER_OVERFLOW") {
+      const { detail, error_code, status } = edgeErrors.headersTooLarge
+      return refuse(socket, status, error_code, detail)
+    }
+    if (error.code === "ERR_HTTP_REQUEST_TIMEOUT") return refuse(socket, 408, "request_timeout", "Request timed out")
+    refuse(socket, 400, "bad_request", "Malformed HTTP request")
+  })
+  return server
+}
