@@ -169,7 +169,7 @@ const freePort = async (): Promise<number> => {
   return address.port
 }
 
-const startService = (databaseUrl: string, port: number): ChildProcess => {
+const startService = (databaseUrl: string, port: number, env: Record<string, string> = {}): ChildProcess => {
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     cwd: ROOT,
     env: {
@@ -178,7 +178,8 @@ const startService = (databaseUrl: string, port: number): ChildProcess => {
       PORT: String(port),
       HOST: "127.0.0.1",
       ADMIN_TOKEN,
-      LOG_LEVEL: "warn"
+      LOG_LEVEL: "warn",
+      ...env
     },
     stdio: ["ignore", "pipe", "pipe"]
   })
@@ -389,7 +390,58 @@ const webhookDelivery: Scenario = {
   }
 }
 
-const SCENARIOS: ReadonlyArray<Scenario> = [marketIntentFilled, webhookDelivery]
+const LIMITER_ROUNDS = 3
+const LOOKUPS_PER_ROUND = 1000
+
+/**
+ * The limiter's cost: GET by id on three instances of the service on the same database, one per
+ * limiter store (database, Redis, none), in interleaved rounds so that drift hits all alike.
+ */
+const limiterCost: Scenario = {
+  name: "GET by id",
+  run: async (context) => {
+    const id = await createIntent(context, `bench-${context.runId}-lookup`, new AbortController().signal)
+    const variants = [
+      { label: "limiter in the database", env: {} },
+      { label: "limiter in Redis", env: { REDIS_URL: process.env.REDIS_URL || "redis://127.0.0.1:6379" } },
+      { label: "no limiter (RATE_LIMITS=off)", env: { RATE_LIMITS: "off" } }
+    ]
+    const running = await Promise.all(variants.map(async (variant) => {
+      const port = await freePort()
+      const child = startService(context.databaseUrl, port, variant.env)
+      return { ...variant, child, baseUrl: `http://127.0.0.1:${port}`, samples: [] as Array<number>, wallMs: 0 }
+    }))
+    try {
+      await Promise.all(running.map((service) => waitHealthy(service.baseUrl, service.child)))
+      const round = async (service: (typeof running)[number], record: boolean) => {
+        const started = performance.now()
+        await runClients(LOOKUPS_PER_ROUND, context.concurrency, async (_, signal) => {
+          const sent = performance.now()
+          const response = await request(`${service.baseUrl}/api/v1/intents/${id}`, context.apiKey, { signal })
+          expectStatus("GET /api/v1/intents/{id}", response, 200)
+          if (record) service.samples.push(performance.now() - sent)
+        })
+        if (record) service.wallMs += performance.now() - started
+      }
+      for (const service of running) await round(service, false)
+      for (let r = 0; r < LIMITER_ROUNDS; r++) for (const service of running) await round(service, true)
+    } finally {
+      await Promise.all(running.map((service) => stopService(service.child)))
+    }
+    const rate = (service: (typeof running)[number]) => service.samples.length / (service.wallMs / 1000)
+    const baseline = running[2]!
+    for (const service of running.slice(0, 2)) {
+      const cost = 1 - rate(service) / rate(baseline)
+      console.log(`limiter cost, ${service.label}: ${(cost * 100).toFixed(1)}% of GET-by-id throughput (target < 10%)`)
+    }
+    return {
+      rows: running.map((service) => ({ label: service.label, samplesMs: service.samples, wallMs: service.wallMs })),
+      targets: []
+    }
+  }
+}
+
+const SCENARIOS: ReadonlyArray<Scenario> = [marketIntentFilled, webhookDelivery, limiterCost]
 
 // ---------------------------------------------------------------------------------------------
 // Output

@@ -2,6 +2,7 @@ import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as Either from "effect/Either"
 import * as LogLevel from "effect/LogLevel"
+import * as Option from "effect/Option"
 
 const logLevels: Record<string, LogLevel.LogLevel> = {
   trace: LogLevel.Trace,
@@ -27,6 +28,24 @@ export const AppConfig = {
         Config.validate({ message: "CREDENTIALS_KEY must be 64 hex characters", validation: (s) => /^[0-9a-fA-F]{64}$/.test(s) })
       )
     )
+  ),
+  /** Redis when `REDIS_URL` is set, else the database; `RATE_LIMITS=off` lifts all limits (benchmarks only). */
+  rateLimits: Config.all({
+    redisUrl: Config.option(Config.redacted("REDIS_URL")),
+    switch: Config.literal("on", "off")("RATE_LIMITS").pipe(Config.withDefault("on"))
+  }).pipe(
+    Config.map(({ redisUrl, switch: enabled }) =>
+      enabled === "off"
+        ? { _tag: "Off" as const }
+        : Option.match(redisUrl, {
+          onNone: () => ({ _tag: "Database" as const }),
+          onSome: (url) => ({ _tag: "Redis" as const, url })
+        })
+    )
+  ),
+  authFailuresPerMinute: Config.integer("AUTH_FAILURES_PER_MINUTE").pipe(
+    Config.withDefault(20),
+    Config.validate({ message: "AUTH_FAILURES_PER_MINUTE must be a positive integer", validation: (n) => n > 0 })
   ),
   logLevel: Config.string("LOG_LEVEL").pipe(
     Config.withDefault("info"),

@@ -25,9 +25,31 @@ import { WebhookSigner } from "./services/webhooks/WebhookSigner.js"
 import * as RoutingWorker from "./workers/RoutingWorker.js"
 import * as WebhookWorker from "./workers/WebhookWorker.js"
 
+/** Where per-key request counts live: the database (default), Redis, or nowhere (no limits, for benchmarks). */
+export type RateLimitStore =
+  | { readonly _tag: "Database" }
+  | { readonly _tag: "Redis"; readonly url: Redacted.Redacted<string> }
+  | { readonly _tag: "Off" }
+
 export interface ServiceOptions {
   readonly adminToken: Option.Option<Redacted.Redacted<string>>
   readonly credentialsKey: Option.Option<Redacted.Redacted<string>>
+  /** Database unless set. */
+  readonly rateLimits?: RateLimitStore | undefined
+  /** Failed authentications per client address and minute before 429s; 20 unless set. */
+  readonly authFailuresPerMinute?: number | undefined
+}
+
+const rateLimiter = (store: RateLimitStore | undefined) => {
+  switch (store?._tag) {
+    case undefined:
+    case "Database":
+      return RateLimiter.layerSql
+    case "Redis":
+      return RateLimiter.layerRedis(store.url)
+    case "Off":
+      return RateLimiter.layerUnlimited
+  }
 }
 
 /** The ports' real implementations, on the `SqlClient` in context. */
@@ -39,7 +61,7 @@ export const ports = (options: ServiceOptions) =>
     SqlWebhookRepository.layer,
     WebhookSigner.layer,
     Brokers.layer,
-    RateLimiter.layerSql,
+    rateLimiter(options.rateLimits),
     Health.layer,
     CredentialsCipher.layer(options.credentialsKey)
   ).pipe(Layer.provideMerge(Ids.layer))
@@ -58,7 +80,14 @@ export const portsInMemory = (options: ServiceOptions) =>
   )
 
 /** Everything the HTTP server needs above the ports: use cases and the security middleware. */
-export const application = Layer.mergeAll(Intents.Default, Operators.Default, Webhooks.Default, ApiKeyAuthLive)
+export const application = (options: ServiceOptions) =>
+  Layer.mergeAll(
+    Intents.Default,
+    Operators.Default,
+    Webhooks.Default,
+    ApiKeyAuthLive({ authFailuresPerMinute: options.authFailuresPerMinute ?? 20 }),
+    AdminAuthLive(options.adminToken)
+  )
 
 export interface WorkerOptions {
   readonly routing: RoutingWorker.RoutingOptions
@@ -68,15 +97,14 @@ export interface WorkerOptions {
 /** The whole service on the database, with its background work: routing and webhook delivery. */
 export const layerWithWorkers = (options: ServiceOptions, workers: WorkerOptions) =>
   Layer.mergeAll(
-    application,
-    AdminAuthLive(options.adminToken),
+    application(options),
     RoutingWorker.layer(workers.routing),
     WebhookWorker.layer(workers.webhooks)
   ).pipe(Layer.provideMerge(ports(options)))
 
 /** The whole service below HTTP over the given ports: swap one port to test what sits above it. */
 export const withPorts = <E, R>(options: ServiceOptions, ports: Layer.Layer<Layer.Layer.Success<ReturnType<typeof portsInMemory>>, E, R>) =>
-  Layer.mergeAll(application, AdminAuthLive(options.adminToken)).pipe(Layer.provideMerge(ports))
+  application(options).pipe(Layer.provideMerge(ports))
 
 /** The whole service below HTTP, on the `SqlClient` in context. */
 export const layer = (options: ServiceOptions) => withPorts(options, ports(options))
@@ -107,8 +135,11 @@ export const layerConfig = Layer.unwrapEffect(
     const credentialsKey = Option.isNone(configured) && database.kind === "pglite" && database.dataDir !== undefined
       ? Option.some(yield* localCredentialsKey(database.dataDir))
       : configured
+    const rateLimits = yield* AppConfig.rateLimits
+    const authFailuresPerMinute = yield* AppConfig.authFailuresPerMinute
+    if (rateLimits._tag === "Off") yield* Effect.logWarning("RATE_LIMITS=off: no per-key limits are enforced")
     const routing = yield* RoutingWorker.config
     const webhooks = yield* WebhookWorker.config
-    return layerWithWorkers({ adminToken, credentialsKey }, { routing, webhooks })
+    return layerWithWorkers({ adminToken, credentialsKey, rateLimits, authFailuresPerMinute }, { routing, webhooks })
   })
 )

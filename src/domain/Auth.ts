@@ -21,6 +21,13 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited"
   }
 }
 
+/** Too many failed authentications from one address: keys cannot be guessed at speed. */
+export const tooManyFailures = (retryAfter: number) =>
+  new RateLimited({
+    retry_after: retryAfter,
+    detail: `Too many failed authentication attempts. Retry after ${retryAfter} seconds.`
+  })
+
 export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExceeded", {
   retry_after: Schema.Int,
   detail: detail("Monthly intent quota exceeded")

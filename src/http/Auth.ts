@@ -11,7 +11,7 @@ import * as Ref from "effect/Ref"
 import * as Crypto from "node:crypto"
 import { AdminAuth, ApiKeyAuth } from "../api/Security.js"
 import { apiKeyMode } from "../domain/ApiKeyFormat.js"
-import { Forbidden, RateLimited, Unauthorized } from "../domain/Auth.js"
+import { Forbidden, RateLimited, tooManyFailures, Unauthorized } from "../domain/Auth.js"
 import type { ApiKeyId } from "../domain/Ids.js"
 import type { RateDecision } from "../domain/Limits.js"
 import { AccountRepository } from "../services/accounts/AccountRepository.js"
@@ -32,16 +32,55 @@ const rateLimitHeaders = (decision: RateDecision) =>
     }))
   )
 
+const retryAfterHeader = (seconds: number) =>
+  HttpApp.appendPreResponseHandler((_, response) =>
+    Effect.succeed(HttpServerResponse.setHeader(response, "retry-after", String(seconds)))
+  )
+
 /** `last_used_at` is written at most once a minute per key, off the request's path. */
 const LAST_USED_EVERY_MS = 60_000
 
-export const ApiKeyAuthLive = Layer.scoped(
+export interface ApiKeyAuthOptions {
+  /** Failed authentications allowed per client address and minute, across instances; then 429. */
+  readonly authFailuresPerMinute: number
+}
+
+/**
+ * Bearer API keys: looked up by hash, refused when revoked or expired, then counted against the
+ * key's per-minute limit (headers on every authenticated response) and checked for scope. Failed
+ * attempts are counted per client address; past the limit the address gets 429 without its key
+ * even being looked up, until the window ends.
+ */
+export const ApiKeyAuthLive = (options: ApiKeyAuthOptions) => Layer.scoped(
   ApiKeyAuth,
   Effect.gen(function*() {
     const accounts = yield* AccountRepository
     const limiter = yield* RateLimiter
     const touches = yield* FiberSet.make()
     const lastTouched = yield* Ref.make(new Map<string, number>())
+    /** Addresses over their failure limit, until (Unix seconds) their window ends: no lookups meanwhile. */
+    const blocked = yield* Ref.make(new Map<string, number>())
+
+    const refuseIfBlocked = (address: string, now: DateTime.Utc) =>
+      Effect.gen(function*() {
+        const until = (yield* Ref.get(blocked)).get(address)
+        if (until === undefined) return
+        const seconds = until - Math.floor(DateTime.toEpochMillis(now) / 1000)
+        if (seconds <= 0) {
+          return yield* Ref.update(blocked, (map) => new Map([...map].filter(([blockedAddress]) => blockedAddress !== address)))
+        }
+        yield* retryAfterHeader(seconds)
+        return yield* tooManyFailures(seconds)
+      })
+
+    const failed = (address: string) =>
+      Effect.gen(function*() {
+        const decision = yield* limiter.consume(`auth:${address}`, options.authFailuresPerMinute)
+        if (decision.allowed) return yield* new Unauthorized()
+        yield* Ref.update(blocked, (map) => new Map(map).set(address, decision.reset))
+        yield* retryAfterHeader(decision.retryAfter)
+        return yield* tooManyFailures(decision.retryAfter)
+      })
 
     const touch = (keyId: ApiKeyId, now: DateTime.Utc) =>
       Effect.gen(function*() {
@@ -59,14 +98,16 @@ export const ApiKeyAuthLive = Layer.scoped(
       apiKey: () =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
-          const token = bearerToken(request)
-          if (token === undefined || apiKeyMode(token) === undefined) return yield* new Unauthorized()
-          const found = yield* accounts.findApiKeyByHash(hashApiKey(token))
-          if (Option.isNone(found)) return yield* new Unauthorized()
-          const { key, user } = found.value
+          const address = Option.getOrElse(request.remoteAddress, () => "unknown")
           const now = yield* DateTime.now
+          yield* refuseIfBlocked(address, now)
+          const token = bearerToken(request)
+          if (token === undefined || apiKeyMode(token) === undefined) return yield* failed(address)
+          const found = yield* accounts.findApiKeyByHash(hashApiKey(token))
+          if (Option.isNone(found)) return yield* failed(address)
+          const { key, user } = found.value
           if (key.revoked_at !== null || (key.expires_at !== null && !DateTime.lessThan(now, key.expires_at))) {
-            return yield* new Unauthorized()
+            return yield* failed(address)
           }
           const decision = yield* limiter.consume(`key:${key.id}`, user.requests_per_minute)
           yield* rateLimitHeaders(decision)

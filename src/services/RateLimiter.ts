@@ -1,11 +1,27 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Queue from "effect/Queue"
+import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
+import { Redis } from "ioredis"
 import * as Schema from "effect/Schema"
 import { decide, type RateDecision, rateWindow } from "../domain/Limits.js"
+
+interface Pending {
+  readonly bucket: string
+  readonly windowStart: number
+  readonly count: Deferred.Deferred<number, unknown>
+}
+
+/** One atomic round trip: the window's count, bumped, with the key set to expire after the window. */
+const INCREMENT = `local count = redis.call("INCR", KEYS[1])
+if count == 1 then redis.call("EXPIREAT", KEYS[1], ARGV[1]) end
+return count`
 
 /** Counts requests per bucket (an API key) in fixed one-minute windows. */
 export class RateLimiter extends Context.Tag("RateLimiter")<RateLimiter, {
@@ -34,29 +50,96 @@ export class RateLimiter extends Context.Tag("RateLimiter")<RateLimiter, {
   )
 
   /**
-   * The count lives in the database, one row per bucket, bumped by a single atomic upsert: every
-   * instance on the database shares it.
+   * The count lives in the database, one row per bucket, bumped by an atomic upsert: every instance
+   * on the database shares it. Requests that arrive together are counted in one statement (one
+   * round trip for the lot): each bucket's row is bumped by its number of requests and each
+   * request gets its own place in the new count, so the limit stays exact.
    */
-  static readonly layerSql = Layer.effect(
+  static readonly layerSql = Layer.scoped(
     this,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const decodeCount = Schema.decodeUnknown(Schema.Array(Schema.Struct({ count: Schema.Number })))
+      const decodeCounts = Schema.decodeUnknown(Schema.Array(Schema.Struct({ bucket: Schema.String, count: Schema.Number })))
+      const pending = yield* Queue.unbounded<Pending>()
+
+      const countBatch = (batch: ReadonlyArray<Pending>) =>
+        Effect.gen(function*() {
+          const byBucket = new Map<string, Array<Pending>>()
+          for (const entry of batch) byBucket.set(entry.bucket, [...(byBucket.get(entry.bucket) ?? []), entry])
+          const rows = [...byBucket].map(([bucket, entries]) => ({
+            bucket,
+            window_start: new Date(Math.max(...entries.map((entry) => entry.windowStart)) * 1000),
+            count: entries.length
+          }))
+          const counted = yield* sql`
+            INSERT INTO rate_limits ${sql.insert(rows)}
+            ON CONFLICT (bucket) DO UPDATE SET
+              count = CASE WHEN rate_limits.window_start >= EXCLUDED.window_start
+                           THEN rate_limits.count + EXCLUDED.count ELSE EXCLUDED.count END,
+              window_start = GREATEST(rate_limits.window_start, EXCLUDED.window_start)
+            RETURNING bucket, count`.pipe(Effect.flatMap(decodeCounts))
+          const totals = new Map(counted.map(({ bucket, count }) => [bucket, count]))
+          for (const [bucket, entries] of byBucket) {
+            const total = totals.get(bucket)
+            entries.forEach((entry, i) =>
+              Deferred.unsafeDone(
+                entry.count,
+                total === undefined ? Exit.die(`no count for ${bucket}`) : Exit.succeed(total - entries.length + i + 1)
+              )
+            )
+          }
+        }).pipe(
+          Effect.catchAllCause((cause) =>
+            Effect.sync(() => batch.forEach((entry) => Deferred.unsafeDone(entry.count, Exit.failCause(cause))))
+          )
+        )
+
+      yield* Queue.take(pending).pipe(
+        Effect.flatMap((first) => Effect.map(Queue.takeAll(pending), (rest) => [first, ...rest])),
+        Effect.flatMap(countBatch),
+        Effect.forever,
+        Effect.forkScoped
+      )
+
       return {
         consume: (bucket, limit) =>
           Effect.gen(function*() {
             const now = yield* DateTime.now
-            const start = new Date(rateWindow(now).start * 1000)
-            const rows = yield* sql`
-              INSERT INTO rate_limits (bucket, window_start, count) VALUES (${bucket}, ${start}, 1)
-              ON CONFLICT (bucket) DO UPDATE SET
-                count = CASE WHEN rate_limits.window_start >= EXCLUDED.window_start
-                             THEN rate_limits.count + 1 ELSE 1 END,
-                window_start = GREATEST(rate_limits.window_start, EXCLUDED.window_start)
-              RETURNING count`.pipe(Effect.flatMap(decodeCount))
-            return decide(limit, rows[0]?.count ?? 1, now)
+            const count = yield* Deferred.make<number, unknown>()
+            yield* Queue.offer(pending, { bucket, windowStart: rateWindow(now).start, count })
+            return decide(limit, yield* Deferred.await(count), now)
           }).pipe(Effect.orDie, Effect.withSpan("RateLimiter.consume"))
       }
     })
   )
+
+  /**
+   * The count lives in Redis: one key per bucket and window, bumped with `INCR` (atomic across
+   * instances) and expiring after the window. For deployments that want the count off the database.
+   */
+  static readonly layerRedis = (url: Redacted.Redacted<string>) =>
+    Layer.scoped(
+      this,
+      Effect.gen(function*() {
+        const redis = yield* Effect.acquireRelease(
+          Effect.sync(() => new Redis(Redacted.value(url), { lazyConnect: false, maxRetriesPerRequest: 2 })),
+          (client) => Effect.promise(() => client.quit().catch(() => "closed"))
+        )
+        return {
+          consume: (bucket, limit) =>
+            Effect.gen(function*() {
+              const now = yield* DateTime.now
+              const window = rateWindow(now)
+              const key = `tir:rate:${bucket}:${window.start}`
+              const count = yield* Effect.tryPromise(() => redis.eval(INCREMENT, 1, key, window.reset + 60))
+              return decide(limit, Number(count), now)
+            }).pipe(Effect.orDie, Effect.withSpan("RateLimiter.consume"))
+        }
+      })
+    )
+
+  /** No limit at all (the limiter-cost benchmark's baseline): every request is allowed. */
+  static readonly layerUnlimited = Layer.succeed(this, {
+    consume: (_bucket, limit) => Effect.map(DateTime.now, (now) => ({ ...decide(limit, 0, now), remaining: limit }))
+  })
 }

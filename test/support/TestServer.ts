@@ -46,8 +46,10 @@ export const webhooks = {
 }
 
 /** The whole service with its workers, as `main.ts` composes it, on the given (migrated) database. */
-export const layer = <E, R>(database: Layer.Layer<SqlClient.SqlClient | Database.Notifications, E, R>) =>
-  serve(Services.layerWithWorkers(options, { routing, webhooks }).pipe(Layer.provideMerge(database)))
+export const layer = <E, R>(
+  database: Layer.Layer<SqlClient.SqlClient | Database.Notifications, E, R>,
+  overrides: Partial<Services.ServiceOptions> = {}
+) => serve(Services.layerWithWorkers({ ...options, ...overrides }, { routing, webhooks }).pipe(Layer.provideMerge(database)))
 
 /** The whole service on in-memory ports: for fast tests of everything above the repository. */
 export const layerInMemory = serve(Services.layerInMemory(options))

@@ -1,0 +1,56 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Postgres from "../support/Postgres.js"
+import { signUpOver, start, stop } from "../support/Process.js"
+
+const withDatabase = (body: (url: string) => Promise<void>) =>
+  Effect.runPromise(
+    Effect.scoped(Effect.flatMap(Postgres.freshDatabaseUrl, ({ url }) => Effect.promise(() => body(url))))
+  )
+
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
+
+/** 200 GETs at once with one free key, alternating between the servers: the statuses. */
+const burst = async (servers: ReadonlyArray<string>, key: string) =>
+  Promise.all(
+    Array.from({ length: 200 }, async (_, i) => {
+      const response = await fetch(`${servers[i % servers.length]}/api/v1/intents`, { headers: { authorization: `Bearer ${key}` } })
+      await response.body?.cancel()
+      return response.status
+    })
+  )
+
+describe("limits across server processes on one PostgreSQL", () => {
+  for (const store of ["the database", "Redis"] as const) {
+    it(`two instances counting in ${store}: 200 requests at once on a free key admit exactly 60`, () =>
+      withDatabase(async (url) => {
+        const env = { DATABASE_URL: url, ADMIN_TOKEN: "adm", ...(store === "Redis" ? { REDIS_URL } : {}) }
+        const [a, b] = await Promise.all([start(env), start(env)])
+        const { call } = await signUpOver(a.baseUrl, "adm")
+        const user = await call<{ id: string }>("/users", { name: "Free", tier: "free" })
+        const { key } = await call<{ key: string }>(`/users/${user.id}/api-keys`, { name: "k", mode: "test" })
+        const statuses = await burst([a.baseUrl, b.baseUrl], key)
+        expect(statuses.filter((s) => s === 200)).toHaveLength(60)
+        expect(statuses.filter((s) => s === 429)).toHaveLength(140)
+        expect(await stop(a.child)).toBe(0)
+        expect(await stop(b.child)).toBe(0)
+      }), 90_000)
+  }
+
+  it("oversized headers get 431 and oversized bodies 413, with the error body, from the real server", () =>
+    withDatabase(async (url) => {
+      const server = await start({ DATABASE_URL: url, ADMIN_TOKEN: "adm" })
+      const headers = await fetch(`${server.baseUrl}/api/v1/intents`, { headers: { "x-padding": "a".repeat(20_000) } })
+      expect(headers.status).toBe(431)
+      expect(await headers.json()).toMatchObject({ error_code: "headers_too_large", request_id: expect.stringMatching(/^req_/) })
+      const body = await fetch(`${server.baseUrl}/api/v1/intents`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: "Bearer sk_test_x" },
+        body: JSON.stringify({ padding: "a".repeat(70_000) })
+      })
+      expect(body.status).toBe(413)
+      expect(await body.json()).toMatchObject({ error_code: "payload_too_large" })
+      expect((await fetch(`${server.baseUrl}/healthz`)).status).toBe(200)
+      expect(await stop(server.child)).toBe(0)
+    }), 60_000)
+})
