@@ -5,6 +5,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { AppConfig } from "./Config.js"
 import { AdminAuthLive, ApiKeyAuthLive } from "./http/Auth.js"
+import { ApiKeyCache } from "./services/accounts/ApiKeyCache.js"
 import { Operators } from "./services/accounts/Operators.js"
 import * as SqlAccountRepository from "./services/accounts/SqlAccountRepository.js"
 import { CredentialsCipher } from "./services/CredentialsCipher.js"
@@ -87,7 +88,7 @@ export const application = (options: ServiceOptions) =>
     Webhooks.Default,
     ApiKeyAuthLive({ authFailuresPerMinute: options.authFailuresPerMinute ?? 20 }),
     AdminAuthLive(options.adminToken)
-  )
+  ).pipe(Layer.provideMerge(ApiKeyCache.Default))
 
 export interface WorkerOptions {
   readonly routing: RoutingWorker.RoutingOptions

@@ -15,6 +15,7 @@ import { Forbidden, RateLimited, tooManyFailures, Unauthorized } from "../domain
 import type { ApiKeyId } from "../domain/Ids.js"
 import type { RateDecision } from "../domain/Limits.js"
 import { AccountRepository } from "../services/accounts/AccountRepository.js"
+import { ApiKeyCache } from "../services/accounts/ApiKeyCache.js"
 import { hashApiKey } from "../services/accounts/Operators.js"
 import { RateLimiter } from "../services/RateLimiter.js"
 
@@ -55,6 +56,7 @@ export const ApiKeyAuthLive = (options: ApiKeyAuthOptions) => Layer.scoped(
   ApiKeyAuth,
   Effect.gen(function*() {
     const accounts = yield* AccountRepository
+    const keys = yield* ApiKeyCache
     const limiter = yield* RateLimiter
     const touches = yield* FiberSet.make()
     const lastTouched = yield* Ref.make(new Map<string, number>())
@@ -103,7 +105,7 @@ export const ApiKeyAuthLive = (options: ApiKeyAuthOptions) => Layer.scoped(
           yield* refuseIfBlocked(address, now)
           const token = bearerToken(request)
           if (token === undefined || apiKeyMode(token) === undefined) return yield* failed(address)
-          const found = yield* accounts.findApiKeyByHash(hashApiKey(token))
+          const found = yield* keys.lookup(hashApiKey(token))
           if (Option.isNone(found)) return yield* failed(address)
           const { key, user } = found.value
           if (key.revoked_at !== null || (key.expires_at !== null && !DateTime.lessThan(now, key.expires_at))) {

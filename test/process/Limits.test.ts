@@ -37,6 +37,33 @@ describe("limits across server processes on one PostgreSQL", () => {
       }), 90_000)
   }
 
+  it("a key revoked through one instance is refused at once there and within moments on the other (cached keys)", () =>
+    withDatabase(async (url) => {
+      const env = { DATABASE_URL: url, ADMIN_TOKEN: "adm" }
+      const [a, b] = await Promise.all([start(env), start(env)])
+      const { key, userId } = await signUpOver(a.baseUrl, "adm")
+      const get = async (baseUrl: string) => {
+        const response = await fetch(`${baseUrl}/api/v1/intents`, { headers: { authorization: `Bearer ${key}` } })
+        await response.body?.cancel()
+        return response.status
+      }
+      // Both instances have now looked the key up (and may cache it).
+      for (let i = 0; i < 3; i++) expect([await get(a.baseUrl), await get(b.baseUrl)]).toEqual([200, 200])
+      const keys = await (await fetch(`${a.baseUrl}/admin/v1/users/${userId}/api-keys`, { headers: { authorization: "Bearer adm" } })).json() as {
+        items: Array<{ id: string }>
+      }
+      const revoked = await fetch(`${a.baseUrl}/admin/v1/api-keys/${keys.items[0]?.id}`, { method: "DELETE", headers: { authorization: "Bearer adm" } })
+      expect(revoked.status).toBe(204)
+      expect(await get(a.baseUrl)).toBe(401)
+      const deadline = Date.now() + 2_000
+      while ((await get(b.baseUrl)) !== 401) {
+        if (Date.now() > deadline) throw new Error("the other instance still accepts the revoked key")
+        await new Promise((r) => setTimeout(r, 20))
+      }
+      expect(await stop(a.child)).toBe(0)
+      expect(await stop(b.child)).toBe(0)
+    }), 60_000)
+
   it("oversized headers get 431 and oversized bodies 413, with the error body, from the real server", () =>
     withDatabase(async (url) => {
       const server = await start({ DATABASE_URL: url, ADMIN_TOKEN: "adm" })

@@ -19,6 +19,7 @@ import { ApiKeyId, BrokerId, type Mode, UserId } from "../../domain/Ids.js"
 import { CredentialsCipher } from "../CredentialsCipher.js"
 import { Ids } from "../Ids.js"
 import { AccountRepository } from "./AccountRepository.js"
+import { ApiKeyCache } from "./ApiKeyCache.js"
 
 /** The key is never stored: only its SHA-256. */
 export const hashApiKey = (key: string): string => Crypto.createHash("sha256").update(key).digest("hex")
@@ -34,6 +35,7 @@ export class Operators extends Effect.Service<Operators>()("Operators", {
     const accounts = yield* AccountRepository
     const ids = yield* Ids
     const cipher = yield* CredentialsCipher
+    const keyCache = yield* ApiKeyCache
 
     const requireUser = (id: string) =>
       Effect.filterOrFail(
@@ -133,7 +135,7 @@ export class Operators extends Effect.Service<Operators>()("Operators", {
             isApiKeyId(keyId) ? accounts.revokeApiKey(keyId, now) : Effect.succeed(false),
             (revoked) => revoked,
             () => new ApiKeyNotFound()
-          )).pipe(Effect.asVoid),
+          )).pipe(Effect.zipRight(keyCache.invalidate(keyId))),
       createBroker
     } as const
   })

@@ -9,6 +9,9 @@ import { ApiKey, ApiKeyScope, BrokerConnection, BrokerKind, Tier, User } from ".
 import { ApiKeyId, BrokerId, Mode, UserId } from "../../domain/Ids.js"
 import { AccountRepository } from "./AccountRepository.js"
 
+/** A revocation's commit notifies this channel with the key's id: every instance drops it from its cache. */
+export const API_KEYS_CHANNEL = "api_keys_revoked"
+
 const Timestamp = Schema.DateTimeUtcFromDate
 const isUuid = Schema.is(Schema.UUID)
 
@@ -140,8 +143,10 @@ export const make = Effect.gen(function*() {
       ),
     revokeApiKey: (id, at) =>
       isUuid(id)
-        ? sql<{ id: string }>`UPDATE api_keys SET revoked_at = ${DateTime.toDate(at)}
-                              WHERE id = ${id} AND revoked_at IS NULL RETURNING id`.pipe(
+        ? sql<{ id: string }>`WITH revoked AS (
+                                UPDATE api_keys SET revoked_at = ${DateTime.toDate(at)}
+                                WHERE id = ${id} AND revoked_at IS NULL RETURNING id)
+                              SELECT id, pg_notify(${API_KEYS_CHANNEL}, id::text) FROM revoked`.pipe(
             Effect.map((rows) => rows.length > 0),
             orDie,
             Effect.withSpan("AccountRepository.revokeApiKey")
