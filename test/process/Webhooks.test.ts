@@ -39,7 +39,9 @@ describe("webhook delivery across processes on PostgreSQL", () => {
 
       hooks.respond(() => 200)
       const second = await start(env(url))
-      await eventually(() => psql(url, "SELECT count(*) FROM webhook_deliveries WHERE status <> 'succeeded'") === "0", 30)
+      await eventually(() => psql(url, "SELECT count(*) FROM intents WHERE status = 'filled'") === "5", 30)
+      await eventually(() => psql(url, "SELECT count(*) FROM webhook_deliveries WHERE status = 'succeeded'") === "10", 30)
+      expect(psql(url, "SELECT count(*) FROM webhook_deliveries")).toBe("10")
       const events = psql(url, "SELECT string_agg(id, ',' ORDER BY id) FROM events").split(",")
       expect(events).toHaveLength(10) // five intents, created and filled
       const genuine = hooks.received.filter((request) => isGenuine(request, endpoint.secret))
