@@ -84,11 +84,10 @@ export const portsInMemory = (options: ServiceOptions) =>
 export const application = (options: ServiceOptions) =>
   Layer.mergeAll(
     Intents.Default,
-    Operators.Default,
     Webhooks.Default,
     ApiKeyAuthLive({ authFailuresPerMinute: options.authFailuresPerMinute ?? 20 }),
     AdminAuthLive(options.adminToken)
-  ).pipe(Layer.provideMerge(ApiKeyCache.Default))
+  ).pipe(Layer.provideMerge(Operators.Default), Layer.provideMerge(ApiKeyCache.Default))
 
 export interface WorkerOptions {
   readonly routing: RoutingWorker.RoutingOptions

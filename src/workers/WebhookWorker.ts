@@ -35,7 +35,7 @@ export const make = (options: WebhookOptions) =>
   Effect.gen(function*() {
     const repository = yield* WebhookRepository
     const signer = yield* WebhookSigner
-    // Redirects are never followed: a 3xx is an answer like any other non-2xx.
+    // Redirects are never followed: a 3xx counts as a failed answer, like every other non-2xx.
     const client = yield* HttpClient.HttpClient
     const timeout = Duration.decode(options.timeout ?? "10 seconds")
     const schedule = retrySchedule(options.retryDelays)

@@ -3,9 +3,8 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { UserNotFound } from "../../domain/Account.js"
 import { ValidationError } from "../../domain/Errors.js"
-import { DeliveryId, type Mode, UserId, WebhookEndpointId } from "../../domain/Ids.js"
+import { DeliveryId, type Mode, WebhookEndpointId } from "../../domain/Ids.js"
 import {
   allEventTypes,
   checkEndpointUrl,
@@ -14,28 +13,21 @@ import {
   WebhookEndpointDisabled,
   WebhookEndpointNotFound
 } from "../../domain/Webhook.js"
-import { AccountRepository } from "../accounts/AccountRepository.js"
+import { Operators } from "../accounts/Operators.js"
 import { Ids } from "../Ids.js"
 import { requirePublic } from "./PublicAddress.js"
 import { WebhookRepository } from "./WebhookRepository.js"
 
-const isUserId = Schema.is(UserId)
 const isEndpointId = Schema.is(WebhookEndpointId)
 const isDeliveryId = Schema.is(DeliveryId)
 
 /** The operator's webhook use cases: endpoints, their deliveries, re-sending. */
 export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
   effect: Effect.gen(function*() {
-    const accounts = yield* AccountRepository
     const repository = yield* WebhookRepository
     const ids = yield* Ids
 
-    const requireUser = (id: string) =>
-      Effect.filterOrFail(
-        isUserId(id) ? accounts.findUser(id) : Effect.succeedNone,
-        Option.isSome,
-        () => new UserNotFound()
-      ).pipe(Effect.map((user) => user.value))
+    const requireUser = (yield* Operators).getUser
 
     const requireEndpoint = (id: string) =>
       Effect.filterOrFail(
