@@ -1,68 +1,72 @@
 /**
- * `npm run bench`: starts the service on a fresh PostgreSQL database, runs each scenario against it
- * over HTTP, prints latency percentiles and drops the database. DATABASE_URL names the server (an
- * admin URL); BENCH_INTENTS and BENCH_CONCURRENCY size the runs.
+ * `npm run bench`: starts the service on a fresh PostgreSQL database, drives it over loopback with
+ * autocannon, and prints one table: scenario, requests per second, p50, p99, server CPU per request,
+ * peak memory, and each scenario's ratio to its reference, measured in the same run on the same
+ * machine (a bare `node:http` + `pg` server, see scripts/bench/Reference.ts).
+ *
+ * DATABASE_URL names the PostgreSQL server (an admin URL; a fresh database is made and dropped);
+ * BENCH_DURATION (seconds per measured run, default 5), BENCH_CONNECTIONS (default "10,50") and
+ * BENCH_INTENTS (intents per end-to-end and webhook run, default 1000) size the run; BENCH_ONLY
+ * (some of create, lookup, e2e, webhooks, comma-separated) runs those parts only.
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process"
+import autocannon from "autocannon"
+import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { once } from "node:events"
-import { createServer as createHttpServer } from "node:http"
-import { createServer } from "node:net"
 import os from "node:os"
-import { fileURLToPath } from "node:url"
-import { promisify } from "node:util"
+import { cpuMs, measure, peakRssMiB } from "./bench/ProcessStats.js"
+import { startReceiver } from "./lib/Receiver.js"
+import {
+  adminUrl,
+  dropDatabase,
+  expectStatus,
+  freePort,
+  freshDatabase,
+  marketIntent,
+  provision,
+  type Provisioned,
+  psqlColumn,
+  request,
+  ROOT,
+  run,
+  runClients,
+  type Service,
+  sleep,
+  startHealthy,
+  stopService,
+  stringField,
+  subscribe,
+  unsubscribe,
+  waitUntil
+} from "./lib/Service.js"
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url))
-const ADMIN_TOKEN = "bench-admin"
-const REQUEST_TIMEOUT_MS = 10_000
-const HEALTH_TIMEOUT_MS = 60_000
-const FILL_TIMEOUT_MS = 10_000
+const WARMUP_SECONDS = 1
+const FILL_TIMEOUT_MS = 30_000
 const POLL_INTERVAL_MS = 2
-const STOP_GRACE_MS = 10_000
-const WARMUP_INTENTS = 50
-const P99_TARGET_MS = 100
+const LOOKUP_IDS = 2_000
 
-const run = promisify(execFile)
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
-
-// ---------------------------------------------------------------------------------------------
-// Harness
+const PARTS = ["create", "lookup", "e2e", "webhooks"] as const
+type Part = (typeof PARTS)[number]
 
 interface Settings {
+  readonly parts: ReadonlyArray<Part>
+  readonly durationSeconds: number
+  readonly connections: ReadonlyArray<number>
   readonly intents: number
-  readonly concurrency: number
 }
 
-interface BenchContext extends Settings {
-  readonly baseUrl: string
-  readonly databaseUrl: string
-  readonly userId: string
-  readonly apiKey: string
-  readonly brokerId: string
-  readonly runId: string
-}
-
-/** One line of the table: latency samples, and the wall time they were taken over. */
-interface Row {
-  readonly label: string
-  readonly samplesMs: ReadonlyArray<number>
-  readonly wallMs: number
-}
-
-interface Target {
-  readonly label: string
+/** One line of the table. */
+interface Line {
+  readonly scenario: string
+  readonly connections: number
+  readonly perSecond: number
+  readonly p50Ms: number
   readonly p99Ms: number
-  readonly targetMs: number
-}
-
-interface Report {
-  readonly rows: ReadonlyArray<Row>
-  readonly targets: ReadonlyArray<Target>
-}
-
-interface Scenario {
-  readonly name: string
-  readonly run: (context: BenchContext) => Promise<Report>
+  /** Server CPU (user + system) per request, in milliseconds. */
+  readonly cpuMs: number
+  readonly peakMiB: number
+  /** The reference line this one is compared with, by scenario name and connections. */
+  readonly reference?: string
+  readonly note?: string
 }
 
 const positiveInt = (name: string, fallback: number): number => {
@@ -73,6 +77,22 @@ const positiveInt = (name: string, fallback: number): number => {
   return value
 }
 
+const connectionCounts = (): ReadonlyArray<number> => {
+  const text = process.env.BENCH_CONNECTIONS || "10,50"
+  const counts = text.split(",").map(Number)
+  if (counts.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`BENCH_CONNECTIONS: bad list "${text}"`)
+  return counts
+}
+
+const selectedParts = (): ReadonlyArray<Part> => {
+  const text = process.env.BENCH_ONLY
+  if (text === undefined || text === "") return PARTS
+  const names = text.split(",")
+  const parts = PARTS.filter((part) => names.includes(part))
+  if (parts.length !== names.length) throw new Error(`BENCH_ONLY: choose from ${PARTS.join(", ")}`)
+  return parts
+}
+
 /** Nearest-rank percentile of ascending samples. */
 const percentile = (sorted: ReadonlyArray<number>, p: number): number => {
   if (sorted.length === 0) return Number.NaN
@@ -80,368 +100,317 @@ const percentile = (sorted: ReadonlyArray<number>, p: number): number => {
   return sorted[rank - 1] ?? Number.NaN
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
+// ---------------------------------------------------------------------------------------------
+// Load
 
-const stringField = (body: unknown, name: string): string => {
-  const value = isRecord(body) ? body[name] : undefined
-  if (typeof value !== "string") throw new Error(`response has no string "${name}": ${JSON.stringify(body)}`)
-  return value
+interface Target {
+  readonly baseUrl: string
+  readonly pid: number
+  readonly headers: Record<string, string>
 }
 
-interface JsonResponse {
-  readonly status: number
-  readonly body: unknown
-}
-
-const request = async (
-  url: string,
-  token: string,
-  init: { readonly method?: string; readonly body?: unknown; readonly signal?: AbortSignal } = {}
-): Promise<JsonResponse> => {
-  const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS)
-  const response = await fetch(url, {
-    method: init.method ?? "GET",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
-    signal: init.signal === undefined ? timeout : AbortSignal.any([timeout, init.signal])
-  })
-  const text = await response.text()
-  return { status: response.status, body: text === "" ? null : JSON.parse(text) }
-}
-
-const expectStatus = (what: string, response: JsonResponse, status: number): unknown => {
-  if (response.status !== status) {
-    throw new Error(`${what}: expected ${status}, got ${response.status} ${JSON.stringify(response.body)}`)
-  }
-  return response.body
+interface LoadSpec {
+  readonly method: "GET" | "POST"
+  /** The path (and body) of each request, numbered from 0 across the run. */
+  readonly next: (n: number) => { readonly path: string; readonly body?: string }
 }
 
 /**
- * Runs `task(0..total-1)` on `concurrency` clients that each take the next index when done. The
- * first failure aborts the others, so a broken run ends quickly.
+ * Drives `target` with autocannon at `connections` for a warm-up second, then for the measured
+ * duration, sampling the server process's CPU and memory. Every answer must be a 2xx: a benchmark
+ * that counts errors as throughput measures nothing.
  */
-const runClients = async (
-  total: number,
-  concurrency: number,
-  task: (index: number, signal: AbortSignal) => Promise<void>
-): Promise<void> => {
-  const abort = new AbortController()
-  let next = 0
-  const client = async () => {
-    while (next < total && !abort.signal.aborted) {
-      const index = next++
-      try {
-        await task(index, abort.signal)
-      } catch (error) {
-        abort.abort(error)
-        throw error
-      }
-    }
+const load = async (
+  settings: Settings,
+  target: Target,
+  connections: number,
+  spec: LoadSpec
+): Promise<Omit<Line, "scenario" | "reference">> => {
+  let n = 0
+  const fire = (duration: number) =>
+    autocannon({
+      url: target.baseUrl,
+      connections,
+      duration,
+      headers: { ...target.headers, "content-type": "application/json" },
+      requests: [{
+        method: spec.method,
+        setupRequest: (req) => {
+          const { path, body } = spec.next(n++)
+          return body === undefined ? { ...req, path } : { ...req, path, body }
+        }
+      }]
+    })
+  await fire(WARMUP_SECONDS)
+  const { result, cpuMs: cpu, peakMiB } = await measure(target.pid, () => fire(settings.durationSeconds))
+  if (result.non2xx > 0 || result.errors > 0) {
+    throw new Error(
+      `${spec.method} ${target.baseUrl}: ${result.non2xx} non-2xx answers ${JSON.stringify(result.statusCodeStats)}` +
+        ` and ${result.errors} errors`
+    )
   }
-  const results = await Promise.allSettled(Array.from({ length: Math.min(concurrency, total) }, client))
-  if (abort.signal.aborted) throw abort.signal.reason
-  const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected")
-  if (failed !== undefined) throw failed.reason
+  const requests = result.requests.total
+  return {
+    connections,
+    perSecond: requests / result.duration,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    cpuMs: cpu / requests,
+    peakMiB
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
-// Database and service
+// Processes
 
-const freshDatabase = async (adminUrl: string) => {
-  const name = `tir_bench_${randomBytes(6).toString("hex")}`
-  const url = new URL(adminUrl)
-  url.pathname = `/${name}`
-  await run("psql", [adminUrl, "-v", "ON_ERROR_STOP=1", "-qc", `CREATE DATABASE ${name}`])
-  return { name, url: url.toString() }
+const pidOf = (child: ChildProcess): number => {
+  if (child.pid === undefined) throw new Error("child process has no pid")
+  return child.pid
 }
 
-const dropDatabase = (adminUrl: string, name: string) =>
-  run("psql", [adminUrl, "-v", "ON_ERROR_STOP=1", "-qc", `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`])
-
-const freePort = async (): Promise<number> => {
-  const server = createServer()
-  server.listen(0, "127.0.0.1")
-  await once(server, "listening")
-  const address = server.address()
-  server.close()
-  if (address === null || typeof address === "string") throw new Error("could not find a free port")
-  return address.port
-}
-
-const startService = (databaseUrl: string, port: number, env: Record<string, string> = {}): ChildProcess => {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+const startReference = async (databaseUrl: string) => {
+  const port = await freePort()
+  const child = spawn(process.execPath, ["--import", "tsx", "scripts/bench/Reference.ts", databaseUrl, String(port)], {
     cwd: ROOT,
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      PORT: String(port),
-      HOST: "127.0.0.1",
-      ADMIN_TOKEN,
-      LOG_LEVEL: "warn",
-      ...env
-    },
-    stdio: ["ignore", "pipe", "pipe"]
+    stdio: ["ignore", "pipe", "inherit"]
   })
-  // Warnings and errors are worth seeing next to the numbers.
-  const forward = (chunk: Buffer) => {
-    for (const line of chunk.toString().split("\n")) if (line !== "") process.stderr.write(`[service] ${line}\n`)
-  }
-  child.stdout?.on("data", forward)
-  child.stderr?.on("data", forward)
-  return child
+  await new Promise<void>((resolve, reject) => {
+    child.stdout?.once("data", () => resolve())
+    child.once("exit", (code) => reject(new Error(`reference server exited with ${code}`)))
+  })
+  return { child, baseUrl: `http://127.0.0.1:${port}`, pid: pidOf(child) }
 }
 
-const waitHealthy = async (baseUrl: string, child: ChildProcess) => {
-  const deadline = Date.now() + HEALTH_TIMEOUT_MS
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`service exited with code ${child.exitCode} before it was healthy`)
-    try {
-      const response = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(2_000) })
-      await response.body?.cancel()
-      if (response.status === 200) return
-    } catch {
-      // not listening yet
-    }
+/** Waits until the routing worker has no job left, so one scenario's tail does not load the next. */
+const quiesce = async (databaseUrl: string) => {
+  const deadline = Date.now() + 120_000
+  for (;;) {
+    const [jobs, deliveries] = await psqlColumn(
+      databaseUrl,
+      "SELECT count(*) FROM routing_jobs UNION ALL SELECT count(*) FROM webhook_deliveries WHERE status = 'pending'"
+    )
+    if (jobs === "0" && deliveries === "0") return
+    if (Date.now() > deadline) throw new Error(`still ${jobs} routing jobs and ${deliveries} deliveries after 2 min`)
     await sleep(200)
   }
-  throw new Error(`service not healthy after ${HEALTH_TIMEOUT_MS / 1000} s`)
-}
-
-const stopService = async (child: ChildProcess) => {
-  if (child.exitCode !== null || child.signalCode !== null) return
-  const exited = once(child, "exit")
-  child.kill("SIGTERM")
-  const timer = setTimeout(() => child.kill("SIGKILL"), STOP_GRACE_MS)
-  await exited
-  clearTimeout(timer)
-}
-
-/** A user with a test key and a mock broker connection, made through the operator API. */
-const provision = async (baseUrl: string) => {
-  const admin = (path: string, body: unknown) =>
-    request(`${baseUrl}/admin/v1${path}`, ADMIN_TOKEN, { method: "POST", body }).then((r) =>
-      expectStatus(`POST /admin/v1${path}`, r, 201)
-    )
-  const user = stringField(
-    await admin("/users", { name: "bench", tier: "enterprise", requests_per_minute: 1_000_000 }),
-    "id"
-  )
-  const apiKey = stringField(await admin(`/users/${user}/api-keys`, { name: "bench", mode: "test" }), "key")
-  const brokerId = stringField(
-    await admin(`/users/${user}/brokers`, { name: "bench mock", kind: "mock", mode: "test" }),
-    "id"
-  )
-  return { apiKey, brokerId, userId: user }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Scenarios
 
-const createIntent = async (context: BenchContext, intentId: string, signal: AbortSignal) => {
-  const response = await request(`${context.baseUrl}/api/v1/intents`, context.apiKey, {
+interface Context {
+  readonly settings: Settings
+  readonly databaseUrl: string
+  readonly runId: string
+  readonly service: Service
+  readonly account: Provisioned
+  readonly reference: { readonly baseUrl: string; readonly pid: number }
+}
+
+const serviceTarget = (context: Context, service: Service = context.service): Target => ({
+  baseUrl: service.baseUrl,
+  pid: pidOf(service.child),
+  headers: { authorization: `Bearer ${context.account.apiKey}` }
+})
+
+const intentBody = (context: Context, path: string, prefix: string) => (n: number) => ({
+  path,
+  body: JSON.stringify(marketIntent(`${prefix}-${context.runId}-${n}`, context.account.brokerId))
+})
+
+const createScenarios = async (context: Context, connections: number): Promise<ReadonlyArray<Line>> => {
+  const reference = await load(context.settings, { ...context.reference, headers: {} }, connections, {
     method: "POST",
-    body: {
-      intent_id: intentId,
-      symbol: "AAPL",
-      side: "buy",
-      quantity: 1,
-      order_type: "market",
-      broker_id: context.brokerId
-    },
-    signal
+    next: intentBody(context, "/intents", `ref${connections}`)
   })
-  return stringField(expectStatus(`POST /api/v1/intents (${intentId})`, response, 201), "id")
+  const service = await load(context.settings, serviceTarget(context), connections, {
+    method: "POST",
+    next: intentBody(context, "/api/v1/intents", `create${connections}`)
+  })
+  await quiesce(context.databaseUrl)
+  return [
+    { scenario: "bare INSERT (reference)", ...reference },
+    { scenario: "POST create", ...service, reference: "bare INSERT (reference)", note: "market orders, routed after" }
+  ]
+}
+
+const lookupScenarios = async (
+  context: Context,
+  connections: number,
+  ids: { readonly service: ReadonlyArray<string>; readonly reference: ReadonlyArray<string> },
+  unlimited: ReadonlyArray<{ readonly label: string; readonly service: Service }>
+): Promise<ReadonlyArray<Line>> => {
+  const pick = (list: ReadonlyArray<string>, n: number) => list[n % list.length] ?? ""
+  const byId = (prefix: string, list: ReadonlyArray<string>) => (n: number) => ({ path: `${prefix}/${pick(list, n)}` })
+  const reference = await load(context.settings, { ...context.reference, headers: {} }, connections, {
+    method: "GET",
+    next: byId("/intents", ids.reference)
+  })
+  const service = await load(context.settings, serviceTarget(context), connections, {
+    method: "GET",
+    next: byId("/api/v1/intents", ids.service)
+  })
+  const list = await load(context.settings, serviceTarget(context), connections, {
+    method: "GET",
+    next: (n) => ({ path: `/api/v1/intents?page=${1 + (n % 5)}&page_size=20` })
+  })
+  const limiterLines: Array<Line> = []
+  for (const variant of unlimited) {
+    const line = await load(context.settings, serviceTarget(context, variant.service), connections, {
+      method: "GET",
+      next: byId("/api/v1/intents", ids.service)
+    })
+    limiterLines.push({ scenario: variant.label, ...line, reference: "GET by id", note: "limiter cost = 1 − ratio" })
+  }
+  return [
+    { scenario: "bare SELECT (reference)", ...reference },
+    { scenario: "GET by id", ...service, reference: "bare SELECT (reference)", note: "limiter in PostgreSQL" },
+    { scenario: "GET list (20 per page)", ...list, reference: "bare SELECT (reference)" },
+    ...limiterLines
+  ]
 }
 
 const FINAL_NOT_FILLED = new Set(["canceled", "rejected", "failed"])
 
-/** Polls the intent until it is filled; resolves when the GET that shows it returns. */
-const awaitFilled = async (context: BenchContext, id: string, signal: AbortSignal) => {
-  const deadline = performance.now() + FILL_TIMEOUT_MS
-  for (;;) {
-    const response = await request(`${context.baseUrl}/api/v1/intents/${id}`, context.apiKey, { signal })
-    const status = stringField(expectStatus(`GET /api/v1/intents/${id}`, response, 200), "status")
-    if (status === "filled") return
-    if (FINAL_NOT_FILLED.has(status)) throw new Error(`intent ${id} ended ${status}: ${JSON.stringify(response.body)}`)
-    if (performance.now() > deadline) throw new Error(`intent ${id} not filled after ${FILL_TIMEOUT_MS / 1000} s`)
-    await sleep(POLL_INTERVAL_MS)
-  }
-}
-
-const marketIntentFilled: Scenario = {
-  name: "market intent: 201 → filled",
-  run: async (context) => {
-    const pass = async (phase: string, total: number) => {
-      const postMs: Array<number> = []
-      const fillMs: Array<number> = []
-      const started = performance.now()
-      await runClients(total, context.concurrency, async (index, signal) => {
-        const sent = performance.now()
-        const id = await createIntent(context, `bench-${context.runId}-${phase}-${index}`, signal)
-        const created = performance.now()
-        await awaitFilled(context, id, signal)
-        postMs.push(created - sent)
-        fillMs.push(performance.now() - created)
+/** Market intents on `connections` clients: each from its POST to the GET that first shows it filled. */
+const endToEnd = async (context: Context, connections: number): Promise<Line> => {
+  const { baseUrl } = context.service
+  const { apiKey, brokerId } = context.account
+  const samples: Array<number> = []
+  const started = performance.now()
+  const { cpuMs: cpu, peakMiB } = await measure(pidOf(context.service.child), () =>
+    runClients(context.settings.intents, connections, async (index, signal) => {
+      const sent = performance.now()
+      const created = await request(`${baseUrl}/api/v1/intents`, apiKey, {
+        method: "POST",
+        body: marketIntent(`e2e${connections}-${context.runId}-${index}`, brokerId),
+        signal
       })
-      return { postMs, fillMs, wallMs: performance.now() - started }
-    }
-    await pass("warmup", WARMUP_INTENTS)
-    const measured = await pass("run", context.intents)
-    const fillP99 = percentile([...measured.fillMs].sort((a, b) => a - b), 99)
-    return {
-      rows: [
-        { label: "POST create (201)", samplesMs: measured.postMs, wallMs: measured.wallMs },
-        { label: "201 → filled (GET shows filled)", samplesMs: measured.fillMs, wallMs: measured.wallMs }
-      ],
-      targets: [{ label: "p99 201 → filled", p99Ms: fillP99, targetMs: P99_TARGET_MS }]
-    }
-  }
-}
-
-/** A local webhook receiver answering 204, noting when each event arrived (by body `id`). */
-const startReceiver = async () => {
-  const arrivals: Array<{ readonly id: string; readonly createdAt: number; readonly at: number }> = []
-  const server = createHttpServer((req, res) => {
-    const chunks: Array<Buffer> = []
-    req.on("data", (chunk: Buffer) => chunks.push(chunk))
-    req.on("end", () => {
-      const at = Date.now()
-      const body: unknown = JSON.parse(Buffer.concat(chunks).toString("utf8"))
-      arrivals.push({ id: stringField(body, "id"), createdAt: Date.parse(stringField(body, "created_at")), at })
-      res.writeHead(204).end()
-    })
-  })
-  server.listen(0, "127.0.0.1")
-  await once(server, "listening")
-  const address = server.address()
-  if (address === null || typeof address === "string") throw new Error("receiver has no port")
-  return { url: `http://127.0.0.1:${address.port}/hooks`, arrivals, close: () => server.close() }
-}
-
-const waitUntil = async (check: () => boolean, what: string, timeoutMs = 60_000) => {
-  const deadline = performance.now() + timeoutMs
-  while (!check()) {
-    if (performance.now() > deadline) throw new Error(`${what}: not done after ${timeoutMs / 1000} s`)
-    await sleep(5)
-  }
-}
-
-const webhookDelivery: Scenario = {
-  name: "webhooks",
-  run: async (context) => {
-    const receiver = await startReceiver()
-    try {
-      const subscribe = async () =>
-        stringField(
-          expectStatus(
-            "POST webhook endpoint",
-            await request(`${context.baseUrl}/admin/v1/users/${context.userId}/webhook-endpoints`, ADMIN_TOKEN, {
-              method: "POST",
-              body: { url: receiver.url, mode: "test" }
-            }),
-            201
-          ),
-          "id"
-        )
-      // Latency: from the state change (the event's created_at) to its arrival, while intents flow.
-      await subscribe()
-      const started = performance.now()
-      await runClients(context.intents, context.concurrency, async (index, signal) => {
-        await createIntent(context, `bench-${context.runId}-hook-${index}`, signal)
-      })
-      const expected = context.intents * 2 // intent.created and intent.filled
-      await waitUntil(() => receiver.arrivals.length >= expected, "live deliveries")
-      const wallMs = performance.now() - started
-      const latency = receiver.arrivals.map((arrival) => arrival.at - arrival.createdAt)
-
-      // Throughput: a second endpoint gets a backlog of every event so far at once, then drains it.
-      const backlogEndpoint = await subscribe()
-      const before = receiver.arrivals.length
-      const backlog = Number(
-        (await run("psql", [context.databaseUrl, "-At", "-c", `
-          WITH added AS (
-            INSERT INTO webhook_deliveries (id, endpoint_id, event_id, status, next_attempt_at, created_at, updated_at)
-            SELECT gen_random_uuid(), '${backlogEndpoint}', id, 'pending', now(), now(), now() FROM events
-            RETURNING 1)
-          SELECT count(*) FROM added`])).stdout.trim().split("\n")[0]
-      )
-      const drainStarted = performance.now()
-      const drainStartedAt = Date.now()
-      await run("psql", [context.databaseUrl, "-qc", "SELECT pg_notify('webhook_deliveries', 'due')"])
-      await waitUntil(() => receiver.arrivals.length >= before + backlog, "backlog")
-      const drainMs = performance.now() - drainStarted
-      // Each backlog event's time from the drain's start to its arrival; the rate is the throughput.
-      const drained = receiver.arrivals.slice(before).map((arrival) => arrival.at - drainStartedAt)
-      return {
-        rows: [
-          { label: "state change → delivered", samplesMs: latency, wallMs },
-          { label: `backlog of ${backlog} drained`, samplesMs: drained, wallMs: drainMs }
-        ],
-        targets: [{
-          label: "p99 state change → webhook delivered",
-          p99Ms: percentile([...latency].sort((a, b) => a - b), 99),
-          targetMs: P99_TARGET_MS
-        }]
+      const id = stringField(expectStatus("POST /api/v1/intents", created, 201), "id")
+      for (;;) {
+        const response = await request(`${baseUrl}/api/v1/intents/${id}`, apiKey, { signal })
+        const status = stringField(expectStatus(`GET /api/v1/intents/${id}`, response, 200), "status")
+        if (status === "filled") break
+        if (FINAL_NOT_FILLED.has(status)) throw new Error(`intent ${id} ended ${status}`)
+        if (performance.now() - sent > FILL_TIMEOUT_MS) throw new Error(`intent ${id} not filled in time`)
+        await sleep(POLL_INTERVAL_MS)
       }
-    } finally {
-      receiver.close()
-    }
+      samples.push(performance.now() - sent)
+    }))
+  const wallMs = performance.now() - started
+  await quiesce(context.databaseUrl)
+  const sorted = samples.sort((a, b) => a - b)
+  return {
+    scenario: "market intent, POST → GET shows filled",
+    connections,
+    perSecond: samples.length / (wallMs / 1000),
+    p50Ms: percentile(sorted, 50),
+    p99Ms: percentile(sorted, 99),
+    cpuMs: cpu / samples.length,
+    peakMiB,
+    reference: "bare INSERT (reference)",
+    note: "per intent, polling included"
   }
 }
-
-const LIMITER_ROUNDS = 3
-const LOOKUPS_PER_ROUND = 1000
 
 /**
- * The limiter's cost: GET by id on three instances of the service on the same database, one per
- * limiter store (database, Redis, none), in interleaved rounds so that drift hits all alike.
+ * Webhooks: latency from each state change (the event's `created_at`) to its arrival while intents
+ * flow on `connections` clients, then a backlog of every event so far drained by a new endpoint.
  */
-const limiterCost: Scenario = {
-  name: "GET by id",
-  run: async (context) => {
-    const id = await createIntent(context, `bench-${context.runId}-lookup`, new AbortController().signal)
-    const variants = [
-      { label: "limiter in the database", env: {} },
-      { label: "limiter in Redis", env: { REDIS_URL: process.env.REDIS_URL || "redis://127.0.0.1:6379" } },
-      { label: "no limiter (RATE_LIMITS=off)", env: { RATE_LIMITS: "off" } }
-    ]
-    const running = await Promise.all(variants.map(async (variant) => {
-      const port = await freePort()
-      const child = startService(context.databaseUrl, port, variant.env)
-      return { ...variant, child, baseUrl: `http://127.0.0.1:${port}`, samples: [] as Array<number>, wallMs: 0 }
-    }))
-    try {
-      await Promise.all(running.map((service) => waitHealthy(service.baseUrl, service.child)))
-      const round = async (service: (typeof running)[number], record: boolean) => {
-        const started = performance.now()
-        await runClients(LOOKUPS_PER_ROUND, context.concurrency, async (_, signal) => {
-          const sent = performance.now()
-          const response = await request(`${service.baseUrl}/api/v1/intents/${id}`, context.apiKey, { signal })
-          expectStatus("GET /api/v1/intents/{id}", response, 200)
-          if (record) service.samples.push(performance.now() - sent)
+const webhooks = async (context: Context, connections: number): Promise<ReadonlyArray<Line>> => {
+  const receiver = await startReceiver()
+  const pid = pidOf(context.service.child)
+  try {
+    const endpoint = await subscribe(context.service.baseUrl, context.account.userId, receiver.url)
+    const started = performance.now()
+    const live = await measure(pid, () =>
+      runClients(context.settings.intents, connections, async (index, signal) => {
+        const response = await request(`${context.service.baseUrl}/api/v1/intents`, context.account.apiKey, {
+          method: "POST",
+          body: marketIntent(`hook${connections}-${context.runId}-${index}`, context.account.brokerId),
+          signal
         })
-        if (record) service.wallMs += performance.now() - started
+        expectStatus("POST /api/v1/intents", response, 201)
+      }).then(() => waitUntil(() => receiver.arrivals.length >= context.settings.intents * 2, "live deliveries")))
+    const liveMs = performance.now() - started
+    const latency = receiver.arrivals.map((arrival) => arrival.at - arrival.createdAt).sort((a, b) => a - b)
+    await unsubscribe(context.service.baseUrl, endpoint)
+
+    const backlogEndpoint = await subscribe(context.service.baseUrl, context.account.userId, receiver.url)
+    const before = receiver.arrivals.length
+    const [backlogText] = await psqlColumn(context.databaseUrl, `
+      WITH added AS (
+        INSERT INTO webhook_deliveries (id, endpoint_id, event_id, status, next_attempt_at, created_at, updated_at)
+        SELECT gen_random_uuid(), '${backlogEndpoint}', id, 'pending', now(), now(), now() FROM events
+        RETURNING 1)
+      SELECT count(*) FROM added`)
+    const backlog = Number(backlogText)
+    const drainStarted = performance.now()
+    const drainStartedAt = Date.now()
+    const drain = await measure(pid, async () => {
+      await run("psql", [context.databaseUrl, "-qc", "SELECT pg_notify('webhook_deliveries', 'due')"])
+      await waitUntil(() => receiver.arrivals.length >= before + backlog, "backlog", 120_000)
+    })
+    const drainMs = performance.now() - drainStarted
+    const drained = receiver.arrivals.slice(before).map((arrival) => arrival.at - drainStartedAt).sort((a, b) => a - b)
+    await unsubscribe(context.service.baseUrl, backlogEndpoint)
+    await quiesce(context.databaseUrl)
+    return [
+      {
+        scenario: "webhook: state change → delivered",
+        connections,
+        perSecond: latency.length / (liveMs / 1000),
+        p50Ms: percentile(latency, 50),
+        p99Ms: percentile(latency, 99),
+        cpuMs: live.cpuMs / latency.length,
+        peakMiB: live.peakMiB,
+        note: "while intents flow; CPU per event incl. the intents'"
+      },
+      {
+        scenario: `webhook: backlog of ${backlog} drained`,
+        connections: 0,
+        perSecond: backlog / (drainMs / 1000),
+        p50Ms: percentile(drained, 50),
+        p99Ms: percentile(drained, 99),
+        cpuMs: drain.cpuMs / backlog,
+        peakMiB: drain.peakMiB,
+        note: "latency = time from the drain's start"
       }
-      for (const service of running) await round(service, false)
-      for (let r = 0; r < LIMITER_ROUNDS; r++) for (const service of running) await round(service, true)
-    } finally {
-      await Promise.all(running.map((service) => stopService(service.child)))
-    }
-    const rate = (service: (typeof running)[number]) => service.samples.length / (service.wallMs / 1000)
-    const baseline = running[2]!
-    for (const service of running.slice(0, 2)) {
-      const cost = 1 - rate(service) / rate(baseline)
-      console.log(`limiter cost, ${service.label}: ${(cost * 100).toFixed(1)}% of GET-by-id throughput (target < 10%)`)
-    }
-    return {
-      rows: running.map((service) => ({ label: service.label, samplesMs: service.samples, wallMs: service.wallMs })),
-      targets: []
-    }
+    ]
+  } finally {
+    await receiver.close()
   }
 }
 
-const SCENARIOS: ReadonlyArray<Scenario> = [marketIntentFilled, webhookDelivery, limiterCost]
+/** GET by id and list on the main service; GET by id on the reference and with the other limiter stores. */
+const lookups = async (context: Context): Promise<ReadonlyArray<Line>> => {
+  const ids = {
+    service: await psqlColumn(context.databaseUrl, `SELECT id FROM intents ORDER BY random() LIMIT ${LOOKUP_IDS}`),
+    reference: await psqlColumn(
+      context.databaseUrl,
+      `SELECT id FROM reference_intents ORDER BY random() LIMIT ${LOOKUP_IDS}`
+    )
+  }
+  const redisUrl = process.env.REDIS_URL || "redis://127.0.0.1:6379"
+  const variants = [
+    { label: "GET by id, limiter in Redis", env: { REDIS_URL: redisUrl } },
+    { label: "GET by id, no limiter", env: { RATE_LIMITS: "off" } }
+  ]
+  const started: Array<{ readonly label: string; readonly service: Service }> = []
+  try {
+    for (const variant of variants) {
+      started.push({ label: variant.label, service: await startHealthy(context.databaseUrl, variant.env, variant.label) })
+    }
+    const lines: Array<Line> = []
+    for (const connections of context.settings.connections) {
+      console.log(`lookups at ${connections} connections`)
+      lines.push(...(await lookupScenarios(context, connections, ids, started)))
+    }
+    return lines
+  } finally {
+    await Promise.all(started.map((variant) => stopService(variant.service.child)))
+  }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Output
@@ -449,44 +418,66 @@ const SCENARIOS: ReadonlyArray<Scenario> = [marketIntentFilled, webhookDelivery,
 const machine = () => {
   const cpus = os.cpus()
   const memoryGiB = (os.totalmem() / 1024 ** 3).toFixed(1)
-  return `machine: ${cpus[0]?.model ?? "unknown cpu"}, ${cpus.length} cores, ${memoryGiB} GiB, node ${process.version}`
+  return `machine: ${cpus[0]?.model ?? "unknown cpu"}, ${cpus.length} cores, ${memoryGiB} GiB, ${os.type()} ${os.release()}, node ${process.version}`
 }
 
 const formatTable = (header: ReadonlyArray<string>, lines: ReadonlyArray<ReadonlyArray<string>>) => {
   const all = [header, ...lines]
   const widths = header.map((_, column) => Math.max(...all.map((line) => (line[column] ?? "").length)))
-  // The first column is text (left), the rest are numbers (right).
   const format = (line: ReadonlyArray<string>) =>
-    line.map((cell, column) => column === 0 ? cell.padEnd(widths[column] ?? 0) : cell.padStart(widths[column] ?? 0))
-      .join("  ")
+    line.map((cell, column) =>
+      column === 0 || column === line.length - 1 ? cell.padEnd(widths[column] ?? 0) : cell.padStart(widths[column] ?? 0)
+    ).join("  ")
   const rule = widths.map((w) => "-".repeat(w)).join("  ")
   return [format(header), rule, ...lines.map(format)].join("\n")
 }
 
-const tableLine = (scenario: string, row: Row): ReadonlyArray<string> => {
-  const sorted = [...row.samplesMs].sort((a, b) => a - b)
-  const ms = (value: number) => value.toFixed(1)
-  return [
-    `${scenario} / ${row.label}`,
-    String(sorted.length),
-    ms(percentile(sorted, 50)),
-    ms(percentile(sorted, 99)),
-    ms(sorted.at(-1) ?? Number.NaN),
-    (sorted.length / (row.wallMs / 1000)).toFixed(1)
-  ]
+const ratioOf = (line: Line, lines: ReadonlyArray<Line>): number | undefined => {
+  const reference = lines.find((other) => other.scenario === line.reference && other.connections === line.connections)
+  return reference === undefined ? undefined : line.perSecond / reference.perSecond
 }
 
-const printReports = (reports: ReadonlyArray<{ readonly scenario: Scenario; readonly report: Report }>) => {
-  const header = ["scenario", "count", "p50 ms", "p99 ms", "max ms", "per s"]
-  const lines = reports.flatMap(({ report, scenario }) => report.rows.map((row) => tableLine(scenario.name, row)))
-  console.log(formatTable(header, lines))
-  console.log("(per s: samples over the wall time of the measured run, warm-up excluded: intents, or webhook events)")
-  for (const { report } of reports) {
-    for (const target of report.targets) {
-      const verdict = target.p99Ms <= target.targetMs ? "PASS" : "MISS"
-      console.log(`${target.label}: ${target.p99Ms.toFixed(1)} ms vs target ${target.targetMs} ms: ${verdict}`)
+const printTable = (lines: ReadonlyArray<Line>) => {
+  const header = ["scenario", "conns", "req/s", "p50 ms", "p99 ms", "CPU ms/req", "peak MiB", "ratio", "reference / note"]
+  const rows = lines.map((line) => {
+    const ratio = ratioOf(line, lines)
+    return [
+      line.scenario,
+      line.connections === 0 ? "-" : String(line.connections),
+      line.perSecond.toFixed(0),
+      line.p50Ms.toFixed(1),
+      line.p99Ms.toFixed(1),
+      line.cpuMs.toFixed(2),
+      line.peakMiB.toFixed(0),
+      ratio === undefined ? "" : `${(ratio * 100).toFixed(0)}%`,
+      [line.reference === undefined ? "" : `of ${line.reference}`, line.note ?? ""].filter((s) => s !== "").join("; ")
+    ]
+  })
+  console.log(formatTable(header, rows))
+}
+
+interface Goal {
+  readonly label: string
+  readonly met: boolean
+  readonly value: string
+}
+
+const goals = (lines: ReadonlyArray<Line>, peakMiB: number): ReadonlyArray<Goal> => {
+  const result: Array<Goal> = []
+  for (const line of lines) {
+    const ratio = ratioOf(line, lines)
+    if (line.scenario === "POST create" && ratio !== undefined) {
+      result.push({ label: `POST create ≥ 60% of bare INSERT at ${line.connections}`, met: ratio >= 0.6, value: `${(ratio * 100).toFixed(0)}%` })
+    }
+    if (line.scenario === "GET by id" && ratio !== undefined) {
+      result.push({ label: `GET by id ≥ 40% of bare SELECT at ${line.connections}`, met: ratio >= 0.4, value: `${(ratio * 100).toFixed(0)}%` })
+    }
+    if ((line.scenario === "POST create" || line.scenario === "GET by id") && line.connections === 50) {
+      result.push({ label: `${line.scenario} p99 < 30 ms at 50`, met: line.p99Ms < 30, value: `${line.p99Ms.toFixed(1)} ms` })
     }
   }
+  result.push({ label: "service peak memory < 250 MB", met: peakMiB * 1.048576 < 250, value: `${(peakMiB * 1.048576).toFixed(0)} MB` })
+  return result
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -495,39 +486,71 @@ const printReports = (reports: ReadonlyArray<{ readonly scenario: Scenario; read
 const main = async () => {
   const began = performance.now()
   const settings: Settings = {
-    intents: positiveInt("BENCH_INTENTS", 1000),
-    concurrency: positiveInt("BENCH_CONCURRENCY", 50)
+    parts: selectedParts(),
+    durationSeconds: positiveInt("BENCH_DURATION", 5),
+    connections: connectionCounts(),
+    intents: positiveInt("BENCH_INTENTS", 1000)
   }
-  const adminUrl = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres"
+  const admin = adminUrl()
   console.log(machine())
-  console.log(`intents: ${settings.intents}, concurrency: ${settings.concurrency}, warm-up: ${WARMUP_INTENTS}`)
-
-  const database = await freshDatabase(adminUrl)
-  let child: ChildProcess | undefined
+  console.log(
+    `runs: ${WARMUP_SECONDS} s warm-up + ${settings.durationSeconds} s measured, connections ${settings.connections.join(", ")}; ` +
+      `${settings.intents} intents per end-to-end and webhook run`
+  )
+  const database = await freshDatabase(admin)
+  const children: Array<ChildProcess> = []
   try {
-    const port = await freePort()
-    const baseUrl = `http://127.0.0.1:${port}`
-    child = startService(database.url, port)
-    await waitHealthy(baseUrl, child)
-    const context: BenchContext = {
-      ...settings,
-      ...(await provision(baseUrl)),
-      baseUrl,
+    const service = await startHealthy(database.url)
+    children.push(service.child)
+    const referenceServer = await startReference(database.url)
+    children.push(referenceServer.child)
+    const context: Context = {
+      settings,
       databaseUrl: database.url,
-      runId: randomBytes(4).toString("hex")
+      runId: randomBytes(4).toString("hex"),
+      service,
+      account: await provision(service.baseUrl),
+      reference: referenceServer
     }
-    const reports = []
-    for (const scenario of SCENARIOS) {
-      console.log(`running: ${scenario.name}`)
-      reports.push({ scenario, report: await scenario.run(context) })
+    const lines: Array<Line> = []
+    // Lookups need intents to look up: the creation runs make them.
+    const parts = settings.parts.includes("lookup") && !settings.parts.includes("create")
+      ? ["create", ...settings.parts]
+      : settings.parts
+    if (parts.includes("create")) {
+      for (const connections of settings.connections) {
+        console.log(`creations at ${connections} connections`)
+        lines.push(...(await createScenarios(context, connections)))
+      }
     }
+    if (parts.includes("lookup")) lines.push(...(await lookups(context)))
+    if (parts.includes("e2e")) {
+      for (const connections of settings.connections) {
+        console.log(`end to end at ${connections} connections`)
+        lines.push(await endToEnd(context, connections))
+      }
+    }
+    if (parts.includes("webhooks")) {
+      for (const connections of settings.connections) {
+        console.log(`webhooks at ${connections} connections`)
+        lines.push(...(await webhooks(context, connections)))
+      }
+    }
+    const peak = peakRssMiB(pidOf(service.child))
+    const referencePeak = peakRssMiB(referenceServer.pid)
     console.log()
-    printReports(reports)
+    printTable(lines)
+    console.log(
+      `\nservice: peak RSS ${peak.toFixed(0)} MiB over the whole run, ${(cpuMs(pidOf(service.child)) / 1000).toFixed(1)} s CPU;` +
+        ` reference server: peak RSS ${referencePeak.toFixed(0)} MiB. CPU is the server process's alone (not PostgreSQL's).`
+    )
+    console.log("\ntargets:")
+    for (const goal of goals(lines, peak)) console.log(`  ${goal.met ? "MET " : "MISS"}  ${goal.label}: ${goal.value}`)
   } finally {
-    if (child !== undefined) await stopService(child)
-    await dropDatabase(adminUrl, database.name)
+    await Promise.all(children.map((child) => stopService(child)))
+    await dropDatabase(admin, database.name)
   }
-  console.log(`total run time: ${((performance.now() - began) / 1000).toFixed(1)} s`)
+  console.log(`\ntotal run time: ${((performance.now() - began) / 1000).toFixed(1)} s`)
 }
 
 main().catch((error: unknown) => {

@@ -1,3 +1,4 @@
+import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
@@ -27,6 +28,10 @@ const Main = Layer.unwrapEffect(
     const local = host === "0.0.0.0" || host === "::" ? "localhost" : host
     const services = Services.layerConfig.pipe(Layer.provideMerge(Database.migrated(Database.layerConfig)))
     return Server.layer.pipe(
+      // The standalone service exports no traces, so it makes no spans: per request, the HTTP span's
+      // attributes and each span's stack trace were a tenth of its CPU. Programs that embed the
+      // Layers keep their spans, for the tracer they provide.
+      HttpMiddleware.withTracerDisabledWhen(() => true),
       Layer.provide(NodeHttpServer.layer(NodeServer.make, { port, host })),
       Layer.provide(FirstRun.layer(`http://${local}:${port}`)),
       Layer.provide(services)
@@ -36,6 +41,7 @@ const Main = Layer.unwrapEffect(
 
 Layer.launch(Main).pipe(
   Effect.provide(NodeContext.layer),
+  Effect.provide(Layer.setTracerEnabled(false)),
   Effect.provide(Logging),
   NodeRuntime.runMain({ disablePrettyLogger: true })
 )

@@ -85,7 +85,7 @@ describe("npm start", () => {
       })
     })))
 
-    const bad = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    const bad = spawn(process.execPath, ["dist/main.js"], {
       cwd: root,
       env: { ...process.env, PORT: "not-a-port" },
       stdio: ["ignore", "pipe", "pipe"]

@@ -26,12 +26,12 @@ export interface Started {
   readonly baseUrl: string
 }
 
-/** `npm start` as the README runs it (node with tsx), until `/healthz` answers. */
+/** `npm start` as the README runs it (the bundle the test run built first), until `/healthz` answers. */
 export const start = async (env: Record<string, string>): Promise<Started> => {
   const port = await freePort()
   // The test run's own DATABASE_URL must not leak in: without one the service runs on PGlite.
   const { DATABASE_URL: _, ...inherited } = process.env
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  const child = spawn(process.execPath, ["dist/main.js"], {
     cwd: root,
     env: { ...inherited, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"]

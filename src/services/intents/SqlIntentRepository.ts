@@ -11,7 +11,7 @@ import { DuplicateIntent, IntentNotCancelable, IntentNotFound, IntentStatus, Tra
 import { applyLocalCancel, isFinal } from "../../domain/Routing.js"
 import { IntentRepository } from "./IntentRepository.js"
 import * as SqlTransitions from "./SqlTransitions.js"
-import { insertEvent, intentObject, ROUTING_CHANNEL } from "./SqlTransitions.js"
+import { DELIVERIES_DUE, eventTables, intentObject, ROUTING_CHANNEL } from "./SqlTransitions.js"
 
 const isUuid = Schema.is(Schema.UUID)
 
@@ -35,24 +35,35 @@ export const make = Effect.gen(function*() {
   const ownedBy = (owner: Owner) => [sql`i.user_id = ${owner.userId}`, sql`i.mode = ${owner.mode}`]
 
   return IntentRepository.of({
-    create: (input, { eventId, now, quota }) =>
-      Effect.gen(function*() {
-        const at = DateTime.toDate(now)
-        const inserted = yield* sql<{ id: string }>`
+    create: (input, { eventId, now, quota }) => {
+      const at = DateTime.toDate(now)
+      // The intent, its routing job, the `intent.created` event and its webhook deliveries, with
+      // the workers woken at commit: one statement, so one round trip and an atomic whole.
+      const insert = sql<{ id: string }>`
+        WITH created AS (
           INSERT INTO intents (id, user_id, mode, intent_id, symbol, side, quantity, order_type, limit_price,
                                stop_price, time_in_force, extended_hours, status, broker_id, created_at, updated_at)
           VALUES (${input.id}, ${input.user_id}, ${input.mode}, ${input.intent_id}, ${input.symbol}, ${input.side},
                   ${input.quantity}, ${input.order_type}, ${input.limit_price}, ${input.stop_price},
                   ${input.time_in_force}, ${input.extended_hours}, 'pending', ${input.broker_id}, ${at}, ${at})
           ON CONFLICT (user_id, mode, intent_id) DO NOTHING
-          RETURNING id`
-        if (inserted.length === 0) {
-          const existing = yield* sql<{ id: TradeIntent["id"] }>`
-            SELECT id FROM intents
-            WHERE user_id = ${input.user_id} AND mode = ${input.mode} AND intent_id = ${input.intent_id}`
-          return yield* new DuplicateIntent({ existing: existing[0]?.id })
-        }
+          RETURNING *
+        ), job AS (
+          INSERT INTO routing_jobs (intent_id, kind, run_at, created_at)
+          SELECT id, 'submit', ${at}, ${at} FROM created
+        ), ${eventTables(sql, { eventId, type: "intent.created", at }, sql`created i`)}
+        SELECT id, pg_notify(${ROUTING_CHANNEL}, 'submit'), ${sql.literal(DELIVERIES_DUE)} FROM created`
+      const duplicate = sql<{ id: TradeIntent["id"] }>`
+        SELECT id FROM intents
+        WHERE user_id = ${input.user_id} AND mode = ${input.mode} AND intent_id = ${input.intent_id}`.pipe(
+        Effect.flatMap((existing) => new DuplicateIntent({ existing: existing[0]?.id }))
+      )
+      const written = Effect.gen(function*() {
+        const inserted = yield* insert
+        if (inserted.length === 0) return yield* duplicate
         if (quota !== undefined) {
+          // Counted after the insert, so that a duplicate spends nothing; over quota, the
+          // transaction's rollback takes the intent back.
           const counted = yield* sql`
             INSERT INTO intent_usage (user_id, period_start, count) VALUES (${input.user_id}, ${quota.period}, 1)
             ON CONFLICT (user_id, period_start)
@@ -62,11 +73,6 @@ export const make = Effect.gen(function*() {
             return yield* new QuotaExceeded({ retry_after: quota.retryAfter })
           }
         }
-        // Routing and the outbox, in the same transaction: an accepted intent is never lost.
-        yield* sql`INSERT INTO routing_jobs (intent_id, kind, run_at, created_at)
-                   VALUES (${input.id}, 'submit', ${at}, ${at})`
-        yield* insertEvent(sql, { eventId, intentId: input.id, type: "intent.created", at })
-        yield* sql`SELECT pg_notify(${ROUTING_CHANNEL}, 'submit')`
         return new TradeIntent({
           ...input,
           status: "pending",
@@ -75,11 +81,13 @@ export const make = Effect.gen(function*() {
           created_at: now,
           updated_at: now
         })
-      }).pipe(
-        sql.withTransaction,
+      })
+      // Without a quota the statement is the transaction; with one, the count joins it.
+      return (quota === undefined ? written : sql.withTransaction(written)).pipe(
         Effect.catchTag("SqlError", Effect.die),
         Effect.withSpan("IntentRepository.create")
-      ),
+      )
+    },
 
     findById: (owner, id) =>
       isUuid(id)

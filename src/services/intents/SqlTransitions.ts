@@ -1,4 +1,5 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
+import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { IntentId } from "../../domain/Ids.js"
@@ -36,18 +37,21 @@ export const ROUTING_CHANNEL = "routing_jobs"
 export const WEBHOOK_CHANNEL = "webhook_deliveries"
 
 /**
- * An event row whose `data` is the intent as a GET would show it now (DESIGN.md section 7), and in
- * the same statement one delivery for each enabled endpoint of the intent's user and mode that
- * subscribes to its type; delivery workers are woken when the transaction commits.
+ * The common table expressions `event` and `deliveries`: an event row whose `data` is the intent as
+ * a GET would show it now (DESIGN.md section 7), built from `intents` (a relation aliased `i` with
+ * the intents table's columns: the table itself, or the rows an INSERT in the same statement
+ * returns), and one delivery for each enabled endpoint of the intent's user and mode that
+ * subscribes to its type.
  */
-export const insertEvent = (
+export const eventTables = (
   sql: SqlClient.SqlClient,
-  event: { readonly eventId: string; readonly intentId: string; readonly type: string; readonly at: Date }
+  event: { readonly eventId: string; readonly type: string; readonly at: Date },
+  intents: Statement.Fragment
 ) =>
-  sql`WITH event AS (
+  sql`event AS (
         INSERT INTO events (id, user_id, mode, intent_id, type, data, created_at)
         SELECT ${event.eventId}, i.user_id, i.mode, i.id, ${event.type}, ${sql.literal(intentObject)}, ${event.at}
-        FROM intents i WHERE i.id = ${event.intentId}
+        FROM ${intents}
         RETURNING id, user_id, mode, type, created_at
       ), deliveries AS (
         INSERT INTO webhook_deliveries (id, endpoint_id, event_id, status, next_attempt_at, created_at, updated_at)
@@ -55,8 +59,21 @@ export const insertEvent = (
         FROM event JOIN webhook_endpoints w
           ON w.user_id = event.user_id AND w.mode = event.mode AND w.disabled_at IS NULL AND w.events @> to_jsonb(event.type)
         RETURNING 1
-      )
-      SELECT pg_notify(${WEBHOOK_CHANNEL}, 'due') FROM (SELECT 1 FROM deliveries LIMIT 1) due`
+      )`
+
+/** Wakes the delivery workers at commit when `deliveries` (of `eventTables`) made any. */
+export const DELIVERIES_DUE = `(SELECT pg_notify('${WEBHOOK_CHANNEL}', 'due') FROM (SELECT 1 FROM deliveries LIMIT 1) due)`
+
+/**
+ * The event of a state change of the intent `intentId` and its deliveries, in one statement;
+ * delivery workers are woken when the transaction commits.
+ */
+export const insertEvent = (
+  sql: SqlClient.SqlClient,
+  event: { readonly eventId: string; readonly intentId: string; readonly type: string; readonly at: Date }
+) =>
+  sql`WITH ${eventTables(sql, event, sql`intents i WHERE i.id = ${event.intentId}`)}
+      SELECT ${sql.literal(DELIVERIES_DUE)}`
 
 const StateRow = Schema.Struct({ status: IntentStatus, quantity: Schema.NumberFromString })
 const FillRow = Schema.Struct({ id: Schema.String, quantity: Schema.NumberFromString })

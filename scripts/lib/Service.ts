@@ -1,0 +1,373 @@
+/**
+ * What the bench and the drills share: fresh PostgreSQL databases, the service as a child process
+ * (`dist/main.js`, built and run as `npm start` does), a provisioned user, and JSON calls.
+ */
+import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import { once } from "node:events"
+import { createServer } from "node:net"
+import { fileURLToPath } from "node:url"
+import { promisify } from "node:util"
+
+export const ROOT = fileURLToPath(new URL("../..", import.meta.url))
+export const ADMIN_TOKEN = "bench-admin"
+const REQUEST_TIMEOUT_MS = 10_000
+const HEALTH_TIMEOUT_MS = 60_000
+const STOP_GRACE_MS = 10_000
+
+export const run = promisify(execFile)
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/** The admin URL of the PostgreSQL server to use: DATABASE_URL, or the local default. */
+export const adminUrl = () => process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres"
+
+export const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+export const stringField = (body: unknown, name: string): string => {
+  const value = isRecord(body) ? body[name] : undefined
+  if (typeof value !== "string") throw new Error(`response has no string "${name}": ${JSON.stringify(body)}`)
+  return value
+}
+
+export interface JsonResponse {
+  readonly status: number
+  readonly body: unknown
+}
+
+export const request = async (
+  url: string,
+  token: string,
+  init: { readonly method?: string; readonly body?: unknown; readonly signal?: AbortSignal } = {}
+): Promise<JsonResponse> => {
+  const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS)
+  const response = await fetch(url, {
+    method: init.method ?? "GET",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+    signal: init.signal === undefined ? timeout : AbortSignal.any([timeout, init.signal])
+  })
+  const text = await response.text()
+  return { status: response.status, body: text === "" ? null : JSON.parse(text) }
+}
+
+export const expectStatus = (what: string, response: JsonResponse, status: number): unknown => {
+  if (response.status !== status) {
+    throw new Error(`${what}: expected ${status}, got ${response.status} ${JSON.stringify(response.body)}`)
+  }
+  return response.body
+}
+
+/**
+ * Runs `task(0..total-1)` on `concurrency` clients that each take the next index when done. The
+ * first failure aborts the others, so a broken run ends quickly.
+ */
+export const runClients = async (
+  total: number,
+  concurrency: number,
+  task: (index: number, signal: AbortSignal) => Promise<void>
+): Promise<void> => {
+  const abort = new AbortController()
+  let next = 0
+  const client = async () => {
+    while (next < total && !abort.signal.aborted) {
+      const index = next++
+      try {
+        await task(index, abort.signal)
+      } catch (error) {
+        abort.abort(error)
+        throw error
+      }
+    }
+  }
+  const results = await Promise.allSettled(Array.from({ length: Math.min(concurrency, total) }, client))
+  if (abort.signal.aborted) throw abort.signal.reason
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected")
+  if (failed !== undefined) throw failed.reason
+}
+
+export const waitUntil = async (check: () => boolean, what: string, timeoutMs = 60_000) => {
+  const deadline = performance.now() + timeoutMs
+  while (!check()) {
+    if (performance.now() > deadline) throw new Error(`${what}: not done after ${timeoutMs / 1000} s`)
+    await sleep(5)
+  }
+}
+
+/** Polls `check` every `intervalMs` until it resolves true; throws after `timeoutMs`. */
+export const waitFor = async (
+  check: () => Promise<boolean>,
+  what: string,
+  timeoutMs = 60_000,
+  intervalMs = 100
+) => {
+  const deadline = performance.now() + timeoutMs
+  while (!(await check())) {
+    if (performance.now() > deadline) throw new Error(`${what}: not done after ${timeoutMs / 1000} s`)
+    await sleep(intervalMs)
+  }
+}
+
+export interface Load {
+  /** Requests started so far. */
+  readonly started: () => number
+  /** Requests started and not yet answered. */
+  readonly inFlight: () => number
+  /** Starts no more requests (at once) and resolves when those in flight have ended. */
+  readonly stop: () => Promise<void>
+}
+
+/**
+ * `concurrency` clients calling `task(0, 1, 2, …)` back to back until stopped: load that keeps
+ * going through a fault. A task records its own outcome; one that throws is simply over.
+ */
+export const startLoad = (concurrency: number, task: (index: number) => Promise<void>): Load => {
+  let stopped = false
+  let next = 0
+  let inFlight = 0
+  const client = async () => {
+    while (!stopped) {
+      const index = next++
+      inFlight++
+      try {
+        await task(index)
+      } catch {
+        // the task's own business
+      } finally {
+        inFlight--
+      }
+    }
+  }
+  const clients = Array.from({ length: concurrency }, client)
+  return {
+    started: () => next,
+    inFlight: () => inFlight,
+    stop: async () => {
+      stopped = true
+      await Promise.allSettled(clients)
+    }
+  }
+}
+
+/** Median and 95th percentile of `values`, for figures. */
+export const percentiles = (values: ReadonlyArray<number>) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN
+  return { p50: at(0.5), p95: at(0.95), max: sorted.at(-1) ?? Number.NaN }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Databases
+
+export interface Database {
+  readonly name: string
+  readonly url: string
+}
+
+export const freshDatabase = async (admin: string, prefix = "tir_bench"): Promise<Database> => {
+  const name = `${prefix}_${randomBytes(6).toString("hex")}`
+  const url = new URL(admin)
+  url.pathname = `/${name}`
+  await run("psql", [admin, "-v", "ON_ERROR_STOP=1", "-qc", `CREATE DATABASE ${name}`])
+  return { name, url: url.toString() }
+}
+
+export const dropDatabase = (admin: string, name: string) =>
+  run("psql", [admin, "-v", "ON_ERROR_STOP=1", "-qc", `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`])
+
+/** The first column of each row of `query`, through psql. */
+export const psqlColumn = async (url: string, query: string): Promise<ReadonlyArray<string>> =>
+  (await run("psql", [url, "-v", "ON_ERROR_STOP=1", "-At", "-c", query], { maxBuffer: 64 * 1024 * 1024 })).stdout
+    .split("\n")
+    .filter((line) => line !== "")
+
+/** The ids of every event of `userId`, from the database. */
+export const eventIds = (url: string, userId: string) =>
+  psqlColumn(url, `SELECT id FROM events WHERE user_id = '${userId}'`)
+
+// ---------------------------------------------------------------------------------------------
+// The service
+
+export const freePort = async (): Promise<number> => {
+  const server = createServer()
+  server.listen(0, "127.0.0.1")
+  await once(server, "listening")
+  const address = server.address()
+  server.close()
+  if (address === null || typeof address === "string") throw new Error("could not find a free port")
+  return address.port
+}
+
+export interface Service {
+  readonly child: ChildProcess
+  readonly baseUrl: string
+  readonly port: number
+}
+
+let built = false
+
+/** `npm run build`, once per process: the bundle `npm start` runs. */
+export const build = () => {
+  if (built) return
+  execFileSync("npm", ["run", "--silent", "build"], { cwd: ROOT, stdio: "inherit" })
+  built = true
+}
+
+/**
+ * Starts `npm start`'s command on PostgreSQL at `databaseUrl`; `env` adds or overrides settings.
+ * Its output goes to stderr, each line labelled, unless `onLine` takes the lines instead.
+ */
+export const startService = (
+  databaseUrl: string,
+  port: number,
+  env: Record<string, string> = {},
+  label = "service",
+  nodeArgs: ReadonlyArray<string> = [],
+  onLine?: (line: string) => void
+): Service => {
+  build()
+  const child = spawn(process.execPath, [...nodeArgs, "dist/main.js"], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      ADMIN_TOKEN,
+      LOG_LEVEL: "warn",
+      ...env
+    },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  // Warnings and errors are worth seeing next to the numbers.
+  const forward = (chunk: Buffer) => {
+    for (const line of chunk.toString().split("\n")) {
+      if (line === "") continue
+      if (onLine === undefined) process.stderr.write(`[${label}] ${line}\n`)
+      else onLine(line)
+    }
+  }
+  child.stdout?.on("data", forward)
+  child.stderr?.on("data", forward)
+  return { child, port, baseUrl: `http://127.0.0.1:${port}` }
+}
+
+export const waitHealthy = async (service: Service, timeoutMs = HEALTH_TIMEOUT_MS) => {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if (service.child.exitCode !== null) {
+      throw new Error(`service exited with code ${service.child.exitCode} before it was healthy`)
+    }
+    try {
+      const response = await fetch(`${service.baseUrl}/healthz`, { signal: AbortSignal.timeout(2_000) })
+      await response.body?.cancel()
+      if (response.status === 200) return
+    } catch {
+      // not listening yet
+    }
+    await sleep(200)
+  }
+  throw new Error(`service not healthy after ${timeoutMs / 1000} s`)
+}
+
+/** Starts the service and waits until `/healthz` answers 200. */
+export const startHealthy = async (
+  databaseUrl: string,
+  env: Record<string, string> = {},
+  label = "service",
+  nodeArgs: ReadonlyArray<string> = [],
+  onLine?: (line: string) => void
+) => {
+  const service = startService(databaseUrl, await freePort(), env, label, nodeArgs, onLine)
+  try {
+    await waitHealthy(service)
+  } catch (error) {
+    await stopService(service.child, "SIGKILL")
+    throw error
+  }
+  return service
+}
+
+/**
+ * Service output counted by level and `message` (logfmt or JSON logs): a summary instead of a
+ * flood of expected errors. Lines that are no log record are counted whole.
+ */
+export const logTally = () => {
+  const counts = new Map<string, number>()
+  const onLine = (line: string) => {
+    const message = /message="((?:[^"\\]|\\.)*)"/.exec(line)?.[1] ?? /"message":"((?:[^"\\]|\\.)*)"/.exec(line)?.[1]
+    const level = /level=(\w+)/.exec(line)?.[1] ?? /"level":"(\w+)"/.exec(line)?.[1]
+    const key = message === undefined ? line.slice(0, 200) : `${level ?? "?"} ${message}`
+    counts.set(key, (counts.get(key) ?? 0) + 1)
+  }
+  const summary = () => [...counts].map(([key, n]) => `${n}× ${key}`)
+  return { onLine, summary }
+}
+
+export const stopService = async (child: ChildProcess, signal: NodeJS.Signals = "SIGTERM") => {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = once(child, "exit")
+  child.kill(signal)
+  const timer = setTimeout(() => child.kill("SIGKILL"), STOP_GRACE_MS)
+  await exited
+  clearTimeout(timer)
+}
+
+export interface Provisioned {
+  readonly userId: string
+  readonly apiKey: string
+  readonly brokerId: string
+}
+
+/** A user with a test key and a mock broker connection, made through the operator API. */
+export const provision = async (
+  baseUrl: string,
+  user: { readonly tier?: string; readonly requests_per_minute?: number } = {}
+): Promise<Provisioned> => {
+  const admin = (path: string, body: unknown) =>
+    request(`${baseUrl}/admin/v1${path}`, ADMIN_TOKEN, { method: "POST", body }).then((r) =>
+      expectStatus(`POST /admin/v1${path}`, r, 201)
+    )
+  const userId = stringField(
+    await admin("/users", { name: "bench", tier: "enterprise", requests_per_minute: 1_000_000, ...user }),
+    "id"
+  )
+  const apiKey = stringField(await admin(`/users/${userId}/api-keys`, { name: "bench", mode: "test" }), "key")
+  const brokerId = stringField(
+    await admin(`/users/${userId}/brokers`, { name: "bench mock", kind: "mock", mode: "test" }),
+    "id"
+  )
+  return { apiKey, brokerId, userId }
+}
+
+/** Subscribes `userId`'s test events to `url` through the operator API; the endpoint's id. */
+export const subscribe = async (baseUrl: string, userId: string, url: string) =>
+  stringField(
+    expectStatus(
+      "POST webhook endpoint",
+      await request(`${baseUrl}/admin/v1/users/${userId}/webhook-endpoints`, ADMIN_TOKEN, {
+        method: "POST",
+        body: { url, mode: "test" }
+      }),
+      201
+    ),
+    "id"
+  )
+
+/** A market buy of one AAPL on `brokerId`: fills at once on the mock broker. */
+export const marketIntent = (intentId: string, brokerId: string) => ({
+  intent_id: intentId,
+  symbol: "AAPL",
+  side: "buy",
+  quantity: 1,
+  order_type: "market",
+  broker_id: brokerId
+})
+
+/** Deletes a webhook endpoint (and its deliveries) through the operator API. */
+export const unsubscribe = async (baseUrl: string, endpointId: string) => {
+  const response = await request(`${baseUrl}/admin/v1/webhook-endpoints/${endpointId}`, ADMIN_TOKEN, {
+    method: "DELETE"
+  })
+  if (response.status >= 300) throw new Error(`DELETE webhook endpoint: ${response.status}`)
+}
