@@ -78,12 +78,17 @@ export const run = <Job>(options: JobLoopOptions<Job>) =>
         yield* FiberSet.run(fibers, runJob(job))
       }
       if (jobs.length < free || free <= 0) {
-        // Sleep until a commit notifies, a job finishes, the next job is due, or the poll interval passes.
+        // Sleep until a commit notifies, a job finishes, the next job is due, or the poll interval
+        // passes. Having just claimed or with every slot busy, a job's end wakes the loop soon:
+        // only an idle loop asks when the next job is due (a round trip saved per job under load).
+        const idle = jobs.length === 0 && free === concurrency
         const now = yield* DateTime.now
-        const untilDue = Option.match(yield* queue.nextDue, {
-          onNone: () => pollInterval,
-          onSome: (at) => Duration.millis(Math.max(0, DateTime.distance(now, at)))
-        })
+        const untilDue = idle
+          ? Option.match(yield* queue.nextDue, {
+            onNone: () => pollInterval,
+            onSome: (at) => Duration.millis(Math.max(0, DateTime.distance(now, at)))
+          })
+          : pollInterval
         yield* Queue.take(wake).pipe(Effect.timeoutOption(Duration.min(pollInterval, untilDue)))
       }
     }).pipe(
@@ -92,7 +97,10 @@ export const run = <Job>(options: JobLoopOptions<Job>) =>
       )
     )
 
+    // A lost connection fails the stream; listening again, the loop also looks for work committed
+    // while it was deaf (the poll covers the moment before the new LISTEN takes effect).
     yield* notifications.listen(options.channel).pipe(
+      Stream.onStart(Queue.offer(wake, undefined)),
       Stream.runForEach(() => Queue.offer(wake, undefined)),
       Effect.catchAllCause((cause) => Effect.logWarning(`${options.name} notifications lost; polling meanwhile`, cause)),
       Effect.repeat(Schedule.spaced("1 second")),

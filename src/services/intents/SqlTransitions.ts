@@ -64,52 +64,47 @@ export const eventTables = (
 /** Wakes the delivery workers at commit when `deliveries` (of `eventTables`) made any. */
 export const DELIVERIES_DUE = `(SELECT pg_notify('${WEBHOOK_CHANNEL}', 'due') FROM (SELECT 1 FROM deliveries LIMIT 1) due)`
 
-/**
- * The event of a state change of the intent `intentId` and its deliveries, in one statement;
- * delivery workers are woken when the transaction commits.
- */
-export const insertEvent = (
-  sql: SqlClient.SqlClient,
-  event: { readonly eventId: string; readonly intentId: string; readonly type: string; readonly at: Date }
-) =>
-  sql`WITH ${eventTables(sql, event, sql`intents i WHERE i.id = ${event.intentId}`)}
-      SELECT ${sql.literal(DELIVERIES_DUE)}`
-
-const StateRow = Schema.Struct({ status: IntentStatus, quantity: Schema.NumberFromString })
-const FillRow = Schema.Struct({ id: Schema.String, quantity: Schema.NumberFromString })
-const decode = <A, I>(schema: Schema.Schema<A, I>) => Effect.flatMap(Schema.decodeUnknown(Schema.Array(schema)))
+const StateRow = Schema.Struct({
+  status: IntentStatus,
+  quantity: Schema.NumberFromString,
+  fills: Schema.Array(Schema.Struct({ id: Schema.String, quantity: Schema.NumberFromString }))
+})
+const decodeState = Schema.decodeUnknown(Schema.Array(StateRow))
 
 export type JobKind = "submit" | "cancel" | "sync"
 
 /** The SQL steps every state change shares, to be run inside the caller's transaction. */
 export const make = (sql: SqlClient.SqlClient, newEventId: Effect.Effect<string>) => ({
-  /** Locks the intent and reads what the transition function needs. */
+  /** Locks the intent and reads what the transition function needs, fills included: one round trip. */
   lockState: (intentId: IntentId) =>
     Effect.gen(function*() {
-      const [intent] = yield* sql`SELECT status, quantity::text AS quantity FROM intents
-                                  WHERE id = ${intentId} FOR UPDATE`.pipe(decode(StateRow))
+      const [intent] = yield* sql`
+        SELECT i.status, i.quantity::text AS quantity,
+               COALESCE((SELECT json_agg(json_build_object('id', f.broker_fill_id, 'quantity', f.quantity::text))
+                         FROM fills f JOIN orders o ON o.id = f.order_id
+                         WHERE o.intent_id = i.id), '[]'::json) AS fills
+        FROM intents i WHERE i.id = ${intentId} FOR UPDATE OF i`.pipe(Effect.flatMap(decodeState))
       if (intent === undefined) return yield* Effect.dieMessage(`intent ${intentId} vanished`)
-      const fills = yield* sql`SELECT f.broker_fill_id AS id, f.quantity::text AS quantity
-                               FROM fills f JOIN orders o ON o.id = f.order_id
-                               WHERE o.intent_id = ${intentId}`.pipe(decode(FillRow))
-      return { status: intent.status, quantity: intent.quantity, fills } satisfies RoutingState
+      return intent satisfies RoutingState
     }).pipe(Effect.catchTag("ParseError", Effect.die)),
 
-  /** Writes a transition's status and its one event. */
+  /** Writes a transition's status and its one event (with its deliveries): one statement. */
   apply: (intentId: IntentId, transition: Transition, at: Date) =>
     transition.changed
-      ? Effect.gen(function*() {
-        yield* sql`UPDATE intents SET status = ${transition.status}, status_reason = ${transition.reason},
-                   updated_at = ${at} WHERE id = ${intentId}`
-        yield* insertEvent(sql, { eventId: yield* newEventId, intentId, type: eventType(transition.status), at })
-      })
+      ? Effect.flatMap(newEventId, (eventId) =>
+        sql`WITH changed AS (
+              UPDATE intents SET status = ${transition.status}, status_reason = ${transition.reason}, updated_at = ${at}
+              WHERE id = ${intentId}
+              RETURNING *
+            ), ${eventTables(sql, { eventId, type: eventType(transition.status), at }, sql`changed i`)}
+            SELECT ${sql.literal(DELIVERIES_DUE)}`)
       : Effect.void,
 
   /** Adds (or brings forward) routing work and wakes the workers when the transaction commits. */
   enqueue: (intentId: IntentId, kind: JobKind, runAt: Date, at: Date) =>
-    Effect.zipRight(
-      sql`INSERT INTO routing_jobs (intent_id, kind, run_at, created_at) VALUES (${intentId}, ${kind}, ${runAt}, ${at})
-          ON CONFLICT (intent_id, kind) DO UPDATE SET run_at = EXCLUDED.run_at, locked_until = NULL`,
-      sql`SELECT pg_notify(${ROUTING_CHANNEL}, ${kind})`
-    )
+    sql`WITH job AS (
+          INSERT INTO routing_jobs (intent_id, kind, run_at, created_at) VALUES (${intentId}, ${kind}, ${runAt}, ${at})
+          ON CONFLICT (intent_id, kind) DO UPDATE SET run_at = EXCLUDED.run_at, locked_until = NULL
+        )
+        SELECT pg_notify(${ROUTING_CHANNEL}, ${kind})`
 })
