@@ -1,21 +1,20 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
-import * as Queue from "effect/Queue"
 import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import { Redis } from "ioredis"
 import * as Schema from "effect/Schema"
 import { decide, type RateDecision, rateWindow } from "../domain/Limits.js"
+import * as Batched from "../sql/Batched.js"
 
-interface Pending {
+interface Counted {
   readonly bucket: string
+  /** The start of the window the request falls in, in Unix seconds. */
   readonly windowStart: number
-  readonly count: Deferred.Deferred<number, unknown>
 }
 
 /** One atomic round trip: the window's count, bumped, with the key set to expire after the window. */
@@ -60,16 +59,15 @@ export class RateLimiter extends Context.Tag("RateLimiter")<RateLimiter, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const decodeCounts = Schema.decodeUnknown(Schema.Array(Schema.Struct({ bucket: Schema.String, count: Schema.Number })))
-      const pending = yield* Queue.unbounded<Pending>()
 
-      const countBatch = (batch: ReadonlyArray<Pending>) =>
+      const countBatch = (batch: ReadonlyArray<Counted>) =>
         Effect.gen(function*() {
-          const byBucket = new Map<string, Array<Pending>>()
-          for (const entry of batch) byBucket.set(entry.bucket, [...(byBucket.get(entry.bucket) ?? []), entry])
-          const rows = [...byBucket].map(([bucket, entries]) => ({
+          const byBucket = new Map<string, Array<number>>()
+          batch.forEach((entry, i) => byBucket.set(entry.bucket, [...(byBucket.get(entry.bucket) ?? []), i]))
+          const rows = [...byBucket].map(([bucket, positions]) => ({
             bucket,
-            window_start: new Date(Math.max(...entries.map((entry) => entry.windowStart)) * 1000),
-            count: entries.length
+            window_start: new Date(Math.max(...positions.map((i) => batch[i]?.windowStart ?? 0)) * 1000),
+            count: positions.length
           }))
           const counted = yield* sql`
             INSERT INTO rate_limits ${sql.insert(rows)}
@@ -79,36 +77,27 @@ export class RateLimiter extends Context.Tag("RateLimiter")<RateLimiter, {
               window_start = GREATEST(rate_limits.window_start, EXCLUDED.window_start)
             RETURNING bucket, count`.pipe(Effect.flatMap(decodeCounts))
           const totals = new Map(counted.map(({ bucket, count }) => [bucket, count]))
-          for (const [bucket, entries] of byBucket) {
+          // Each request of a bucket takes its own place in the bucket's new count.
+          const exits = new Array<Exit.Exit<number>>(batch.length)
+          for (const [bucket, positions] of byBucket) {
             const total = totals.get(bucket)
-            entries.forEach((entry, i) =>
-              Deferred.unsafeDone(
-                entry.count,
-                total === undefined ? Exit.die(`no count for ${bucket}`) : Exit.succeed(total - entries.length + i + 1)
-              )
-            )
+            positions.forEach((position, i) => {
+              exits[position] = total === undefined
+                ? Exit.die(`no count for ${bucket}`)
+                : Exit.succeed(total - positions.length + i + 1)
+            })
           }
-        }).pipe(
-          Effect.catchAllCause((cause) =>
-            Effect.sync(() => batch.forEach((entry) => Deferred.unsafeDone(entry.count, Exit.failCause(cause))))
-          )
-        )
+          return exits
+        }).pipe(Effect.orDie)
 
-      yield* Queue.take(pending).pipe(
-        Effect.flatMap((first) => Effect.map(Queue.takeAll(pending), (rest) => [first, ...rest])),
-        Effect.flatMap(countBatch),
-        Effect.forever,
-        Effect.forkScoped
-      )
+      const count = yield* Batched.make(countBatch, { maxBatch: 500, concurrency: 2 })
 
       return {
         consume: (bucket, limit) =>
           Effect.gen(function*() {
             const now = yield* DateTime.now
-            const count = yield* Deferred.make<number, unknown>()
-            yield* Queue.offer(pending, { bucket, windowStart: rateWindow(now).start, count })
-            return decide(limit, yield* Deferred.await(count), now)
-          }).pipe(Effect.orDie, Effect.withSpan("RateLimiter.consume"))
+            return decide(limit, yield* count({ bucket, windowStart: rateWindow(now).start }), now)
+          }).pipe(Effect.withSpan("RateLimiter.consume"))
       }
     })
   )

@@ -1,15 +1,24 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { QuotaExceeded } from "../../domain/Auth.js"
 import type { Owner } from "../../domain/Ids.js"
+import * as Batched from "../../sql/Batched.js"
 import { IntentId } from "../../domain/Ids.js"
-import { DuplicateIntent, IntentNotCancelable, IntentNotFound, IntentStatus, TradeIntent } from "../../domain/Intent.js"
+import {
+  DuplicateIntent,
+  IntentNotCancelable,
+  IntentNotFound,
+  IntentStatus,
+  type NewIntent,
+  TradeIntent
+} from "../../domain/Intent.js"
 import { applyLocalCancel, isFinal } from "../../domain/Routing.js"
-import { IntentRepository } from "./IntentRepository.js"
+import { IntentRepository, type Quota } from "./IntentRepository.js"
 import * as SqlTransitions from "./SqlTransitions.js"
 import { DELIVERIES_DUE, eventTables, intentObject, ROUTING_CHANNEL } from "./SqlTransitions.js"
 
@@ -20,6 +29,12 @@ const decodeIntents = Schema.decodeUnknown(IntentRows)
 const decodeCancelRows = Schema.decodeUnknown(
   Schema.Array(Schema.Struct({ status: IntentStatus, has_order: Schema.Boolean }))
 )
+interface Creation {
+  readonly eventId: string
+  readonly now: DateTime.Utc
+  readonly quota: Quota | undefined
+}
+
 const CountRows = Schema.Array(Schema.Struct({ total: Schema.NumberFromString }))
 
 export const make = Effect.gen(function*() {
@@ -34,60 +49,115 @@ export const make = Effect.gen(function*() {
 
   const ownedBy = (owner: Owner) => [sql`i.user_id = ${owner.userId}`, sql`i.mode = ${owner.mode}`]
 
-  return IntentRepository.of({
-    create: (input, { eventId, now, quota }) => {
-      const at = DateTime.toDate(now)
-      // The intent, its routing job, the `intent.created` event and its webhook deliveries, with
-      // the workers woken at commit: one statement, so one round trip and an atomic whole.
-      const insert = sql<{ id: string }>`
-        WITH created AS (
+  const intentCreated = (input: NewIntent, now: DateTime.Utc) =>
+    new TradeIntent({ ...input, status: "pending", status_reason: null, orders: [], created_at: now, updated_at: now })
+
+  /**
+   * One creation: the intent, its routing job, the `intent.created` event and its webhook
+   * deliveries, with the workers woken at commit, in one statement (one round trip, an atomic
+   * whole); with a quota, the count joins it in a transaction.
+   */
+  const createOne = (input: NewIntent, { eventId, now, quota }: Creation) => {
+    const at = DateTime.toDate(now)
+    const insert = sql<{ id: string }>`
+      WITH created AS (
+        INSERT INTO intents (id, user_id, mode, intent_id, symbol, side, quantity, order_type, limit_price,
+                             stop_price, time_in_force, extended_hours, status, broker_id, created_at, updated_at)
+        VALUES (${input.id}, ${input.user_id}, ${input.mode}, ${input.intent_id}, ${input.symbol}, ${input.side},
+                ${input.quantity}, ${input.order_type}, ${input.limit_price}, ${input.stop_price},
+                ${input.time_in_force}, ${input.extended_hours}, 'pending', ${input.broker_id}, ${at}, ${at})
+        ON CONFLICT (user_id, mode, intent_id) DO NOTHING
+        RETURNING *
+      ), job AS (
+        INSERT INTO routing_jobs (intent_id, kind, run_at, created_at)
+        SELECT id, 'submit', ${at}, ${at} FROM created
+      ), ${eventTables(sql, sql`created i`, { id: sql`${eventId}`, type: "intent.created", at: sql`${at}` })}
+      SELECT id, pg_notify(${ROUTING_CHANNEL}, 'submit'), ${sql.literal(DELIVERIES_DUE)} FROM created`
+    const duplicate = sql<{ id: TradeIntent["id"] }>`
+      SELECT id FROM intents
+      WHERE user_id = ${input.user_id} AND mode = ${input.mode} AND intent_id = ${input.intent_id}`.pipe(
+      Effect.flatMap((existing) => new DuplicateIntent({ existing: existing[0]?.id }))
+    )
+    const written = Effect.gen(function*() {
+      const inserted = yield* insert
+      if (inserted.length === 0) return yield* duplicate
+      if (quota !== undefined) {
+        // Counted after the insert, so that a duplicate spends nothing; over quota, the
+        // transaction's rollback takes the intent back.
+        const counted = yield* sql`
+          INSERT INTO intent_usage (user_id, period_start, count) VALUES (${input.user_id}, ${quota.period}, 1)
+          ON CONFLICT (user_id, period_start)
+            DO UPDATE SET count = intent_usage.count + 1 WHERE intent_usage.count < ${quota.limit}
+          RETURNING count`
+        if (counted.length === 0) {
+          return yield* new QuotaExceeded({ retry_after: quota.retryAfter })
+        }
+      }
+      return intentCreated(input, now)
+    })
+    return (quota === undefined ? written : sql.withTransaction(written)).pipe(
+      Effect.catchTag("SqlError", Effect.die),
+      Effect.withSpan("IntentRepository.create")
+    )
+  }
+
+  /**
+   * Creations without a quota that arrive together, in one statement and one commit: each is
+   * answered after that commit, with its intent or, when its intent_id was taken (by an earlier
+   * intent or an earlier creation of the same batch), the intent that holds it. Should the batch
+   * fail as a whole, each creation is tried alone, so that one bad creation fails no other.
+   */
+  const createBatch = (creations: ReadonlyArray<Creation & { readonly input: NewIntent }>) =>
+    Effect.gen(function*() {
+      const rows = creations.map(({ eventId, input, now }, ord) => ({
+        ...input,
+        at: DateTime.formatIso(now),
+        event_id: eventId,
+        ord
+      }))
+      const inserted = yield* sql<{ id: string }>`
+        WITH input AS (
+          SELECT * FROM json_to_recordset(${JSON.stringify(rows)}::json) AS x(
+            id uuid, user_id uuid, mode text, intent_id text, symbol text, side text, quantity numeric,
+            order_type text, limit_price numeric, stop_price numeric, time_in_force text, extended_hours boolean,
+            broker_id uuid, at timestamptz, event_id text, ord int)
+        ), created AS (
           INSERT INTO intents (id, user_id, mode, intent_id, symbol, side, quantity, order_type, limit_price,
                                stop_price, time_in_force, extended_hours, status, broker_id, created_at, updated_at)
-          VALUES (${input.id}, ${input.user_id}, ${input.mode}, ${input.intent_id}, ${input.symbol}, ${input.side},
-                  ${input.quantity}, ${input.order_type}, ${input.limit_price}, ${input.stop_price},
-                  ${input.time_in_force}, ${input.extended_hours}, 'pending', ${input.broker_id}, ${at}, ${at})
+          SELECT id, user_id, mode, intent_id, symbol, side, quantity, order_type, limit_price,
+                 stop_price, time_in_force, extended_hours, 'pending', broker_id, at, at
+          FROM input ORDER BY ord
           ON CONFLICT (user_id, mode, intent_id) DO NOTHING
           RETURNING *
         ), job AS (
           INSERT INTO routing_jobs (intent_id, kind, run_at, created_at)
-          SELECT id, 'submit', ${at}, ${at} FROM created
-        ), ${eventTables(sql, { eventId, type: "intent.created", at }, sql`created i`)}
+          SELECT id, 'submit', created_at, created_at FROM created
+        ), ${eventTables(sql, sql`created i JOIN input x ON x.id = i.id`, {
+        id: sql`x.event_id`,
+        type: "intent.created",
+        at: sql`i.created_at`
+      })}
         SELECT id, pg_notify(${ROUTING_CHANNEL}, 'submit'), ${sql.literal(DELIVERIES_DUE)} FROM created`
-      const duplicate = sql<{ id: TradeIntent["id"] }>`
-        SELECT id FROM intents
-        WHERE user_id = ${input.user_id} AND mode = ${input.mode} AND intent_id = ${input.intent_id}`.pipe(
-        Effect.flatMap((existing) => new DuplicateIntent({ existing: existing[0]?.id }))
+      const createdIds = new Set(inserted.map((row) => row.id))
+      const taken = creations.filter(({ input }) => !createdIds.has(input.id))
+      const holders = taken.length === 0 ? [] : yield* sql<{ id: TradeIntent["id"]; key: string }>`
+        SELECT id, user_id || '/' || mode || '/' || intent_id AS key FROM intents
+        WHERE ${sql.or(taken.map(({ input }) => sql`(user_id = ${input.user_id} AND mode = ${input.mode} AND intent_id = ${input.intent_id})`))}`
+      const holderOf = new Map(holders.map((row) => [row.key, row.id]))
+      return creations.map(({ input, now }): Exit.Exit<TradeIntent, DuplicateIntent> =>
+        createdIds.has(input.id)
+          ? Exit.succeed(intentCreated(input, now))
+          : Exit.fail(new DuplicateIntent({ existing: holderOf.get(`${input.user_id}/${input.mode}/${input.intent_id}`) }))
       )
-      const written = Effect.gen(function*() {
-        const inserted = yield* insert
-        if (inserted.length === 0) return yield* duplicate
-        if (quota !== undefined) {
-          // Counted after the insert, so that a duplicate spends nothing; over quota, the
-          // transaction's rollback takes the intent back.
-          const counted = yield* sql`
-            INSERT INTO intent_usage (user_id, period_start, count) VALUES (${input.user_id}, ${quota.period}, 1)
-            ON CONFLICT (user_id, period_start)
-              DO UPDATE SET count = intent_usage.count + 1 WHERE intent_usage.count < ${quota.limit}
-            RETURNING count`
-          if (counted.length === 0) {
-            return yield* new QuotaExceeded({ retry_after: quota.retryAfter })
-          }
-        }
-        return new TradeIntent({
-          ...input,
-          status: "pending",
-          status_reason: null,
-          orders: [],
-          created_at: now,
-          updated_at: now
-        })
-      })
-      // Without a quota the statement is the transaction; with one, the count joins it.
-      return (quota === undefined ? written : sql.withTransaction(written)).pipe(
-        Effect.catchTag("SqlError", Effect.die),
-        Effect.withSpan("IntentRepository.create")
-      )
-    },
+    }).pipe(
+      Effect.catchTag("SqlError", () =>
+        Effect.forEach(creations, (creation) => Effect.exit(createOne(creation.input, creation)), { concurrency: 4 }))
+    )
+
+  const createBatched = yield* Batched.make(createBatch, { maxBatch: 200, concurrency: 4 })
+
+  return IntentRepository.of({
+    create: (input, options) => options.quota === undefined ? createBatched({ input, ...options }) : createOne(input, options),
 
     findById: (owner, id) =>
       isUuid(id)
@@ -158,4 +228,4 @@ export const make = Effect.gen(function*() {
 })
 
 /** The repository on the `SqlClient` in context: PostgreSQL or embedded PGlite alike. */
-export const layer = Layer.effect(IntentRepository, make)
+export const layer = Layer.scoped(IntentRepository, make)

@@ -37,21 +37,21 @@ export const ROUTING_CHANNEL = "routing_jobs"
 export const WEBHOOK_CHANNEL = "webhook_deliveries"
 
 /**
- * The common table expressions `event` and `deliveries`: an event row whose `data` is the intent as
- * a GET would show it now (DESIGN.md section 7), built from `intents` (a relation aliased `i` with
- * the intents table's columns: the table itself, or the rows an INSERT in the same statement
- * returns), and one delivery for each enabled endpoint of the intent's user and mode that
- * subscribes to its type.
+ * The common table expressions `event` and `deliveries`: for each row of `source` (a FROM clause in
+ * which `i` has the intents table's columns: the table itself, or the rows an INSERT or UPDATE of
+ * the same statement returns), an event whose `data` is the intent as a GET would show it now
+ * (DESIGN.md section 7), and one delivery for each enabled endpoint of the intent's user and mode
+ * that subscribes to its type.
  */
 export const eventTables = (
   sql: SqlClient.SqlClient,
-  event: { readonly eventId: string; readonly type: string; readonly at: Date },
-  intents: Statement.Fragment
+  source: Statement.Fragment,
+  event: { readonly id: Statement.Fragment; readonly type: string; readonly at: Statement.Fragment }
 ) =>
   sql`event AS (
         INSERT INTO events (id, user_id, mode, intent_id, type, data, created_at)
-        SELECT ${event.eventId}, i.user_id, i.mode, i.id, ${event.type}, ${sql.literal(intentObject)}, ${event.at}
-        FROM ${intents}
+        SELECT ${event.id}, i.user_id, i.mode, i.id, ${event.type}, ${sql.literal(intentObject)}, ${event.at}
+        FROM ${source}
         RETURNING id, user_id, mode, type, created_at
       ), deliveries AS (
         INSERT INTO webhook_deliveries (id, endpoint_id, event_id, status, next_attempt_at, created_at, updated_at)
@@ -96,7 +96,7 @@ export const make = (sql: SqlClient.SqlClient, newEventId: Effect.Effect<string>
               UPDATE intents SET status = ${transition.status}, status_reason = ${transition.reason}, updated_at = ${at}
               WHERE id = ${intentId}
               RETURNING *
-            ), ${eventTables(sql, { eventId, type: eventType(transition.status), at }, sql`changed i`)}
+            ), ${eventTables(sql, sql`changed i`, { id: sql`${eventId}`, type: eventType(transition.status), at: sql`${at}` })}
             SELECT ${sql.literal(DELIVERIES_DUE)}`)
       : Effect.void,
 

@@ -1,0 +1,60 @@
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
+
+export interface BatchedOptions {
+  /** The most calls one batch takes. */
+  readonly maxBatch: number
+  /** Batches in flight at once; calls that arrive meanwhile gather into the next one. */
+  readonly concurrency: number
+}
+
+interface Call<I, A, E> {
+  readonly input: I
+  readonly result: Deferred.Deferred<A, E>
+}
+
+/**
+ * Turns `run`, which serves many calls in one go (one statement, one commit), into a function of one
+ * call: calls that arrive together share a batch, and each is answered with its own `Exit` once the
+ * batch is done. If `run` itself fails, every call of its batch fails with that cause. The batching
+ * fibers live as long as the scope.
+ */
+export const make = <I, A, E>(
+  run: (inputs: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<Exit.Exit<A, E>>>,
+  options: BatchedOptions
+): Effect.Effect<(input: I) => Effect.Effect<A, E>, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const pending = yield* Queue.unbounded<Call<I, A, E>>()
+    const permits = yield* Effect.makeSemaphore(options.concurrency)
+
+    const serve = (calls: ReadonlyArray<Call<I, A, E>>) =>
+      run(calls.map((call) => call.input)).pipe(
+        Effect.flatMap((exits) =>
+          Effect.sync(() =>
+            calls.forEach((call, i) =>
+              Deferred.unsafeDone(call.result, exits[i] ?? Exit.die(new Error("a batch answered fewer calls than it took")))
+            )
+          )
+        ),
+        Effect.catchAllCause((cause) =>
+          Effect.sync(() => calls.forEach((call) => Deferred.unsafeDone(call.result, Exit.failCause(cause))))
+        )
+      )
+
+    // Each batch holds a permit while it runs; the next batch is taken only once a permit is free,
+    // so calls gather while every permit is busy.
+    yield* permits.take(1).pipe(
+      Effect.zipRight(Queue.take(pending)),
+      Effect.flatMap((first) => Effect.map(Queue.takeUpTo(pending, options.maxBatch - 1), (rest) => [first, ...rest])),
+      Effect.flatMap((calls) => Effect.fork(Effect.ensuring(serve(calls), permits.release(1)))),
+      Effect.forever,
+      Effect.forkScoped
+    )
+
+    return (input: I) =>
+      Effect.flatMap(Deferred.make<A, E>(), (result) =>
+        Effect.zipRight(Queue.offer(pending, { input, result }), Deferred.await(result)))
+  })
