@@ -64,7 +64,9 @@ export class RateLimiter extends Context.Tag("RateLimiter")<RateLimiter, {
         Effect.gen(function*() {
           const byBucket = new Map<string, Array<number>>()
           batch.forEach((entry, i) => byBucket.set(entry.bucket, [...(byBucket.get(entry.bucket) ?? []), i]))
-          const rows = [...byBucket].map(([bucket, positions]) => ({
+          // Rows in bucket order: two instances' batches lock shared buckets in the same order, so
+          // they wait for each other instead of deadlocking.
+          const rows = [...byBucket].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([bucket, positions]) => ({
             bucket,
             window_start: new Date(Math.max(...positions.map((i) => batch[i]?.windowStart ?? 0)) * 1000),
             count: positions.length
