@@ -1,10 +1,12 @@
+import { SqlError } from "@effect/sql/SqlError"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import type * as Stream from "effect/Stream"
-import type { SqlError } from "@effect/sql/SqlError"
+import * as Ref from "effect/Ref"
+import * as Stream from "effect/Stream"
 import { AppConfig } from "../Config.js"
 import * as Migrations from "./Migrations.js"
 import * as PgLite from "./PgLite.js"
@@ -18,20 +20,71 @@ export class DatabaseInfo extends Context.Tag("DatabaseInfo")<DatabaseInfo, {
 
 /**
  * `LISTEN` on the database: a commit's `pg_notify` reaches every instance. The payload must not be
- * empty: both drivers drop notifications without one.
+ * empty: both drivers drop notifications without one. A stream that loses its connection fails
+ * (on PostgreSQL within a few seconds): repeat it to listen again.
  */
 export class Notifications extends Context.Tag("Notifications")<Notifications, {
   readonly listen: (channel: string) => Stream.Stream<string, SqlError>
 }>() {}
 
+/** The payload of the probes {@link supervised} sends; no real notification carries it. */
+export const PROBE = "listen-probe"
+
+export interface Probing {
+  /** How long a listening stream goes between probes. */
+  readonly interval: Duration.DurationInput
+  /** How long a probe may take to come back before the connection counts as lost. */
+  readonly timeout: Duration.DurationInput
+}
+
+/**
+ * `listen` that fails once its connection has stopped hearing. The PostgreSQL driver's LISTEN
+ * connection does not report its own end: after a database restart its streams fall silent for
+ * ever. So every `interval` a probe goes out on the channel (through the pool) and a notification
+ * must arrive within `timeout`; the consumer repeating the stream then listens on a new connection.
+ * Probes are not passed on.
+ */
+export const supervised = (
+  listen: (channel: string) => Stream.Stream<string, SqlError>,
+  notify: (channel: string, payload: string) => Effect.Effect<void, SqlError>,
+  probing: Probing = { interval: "2 seconds", timeout: "3 seconds" }
+) =>
+(channel: string): Stream.Stream<string, SqlError> =>
+  Stream.unwrap(Effect.map(Ref.make(false), (heard) => {
+    const probe = Effect.gen(function*() {
+      yield* Ref.set(heard, false)
+      yield* notify(channel, PROBE)
+      yield* Effect.sleep(probing.timeout)
+      if (!(yield* Ref.get(heard))) {
+        return yield* new SqlError({
+          message: `LISTEN ${channel}: no probe came back within ${Duration.format(Duration.decode(probing.timeout))}`
+        })
+      }
+    })
+    const watchdog = Stream.drain(Stream.fromEffect(Effect.forever(Effect.zipRight(Effect.sleep(probing.interval), probe))))
+    return listen(channel).pipe(
+      // Any notification, a probe from another instance too, shows the connection still hears.
+      Stream.tap(() => Ref.set(heard, true)),
+      Stream.filter((payload) => payload !== PROBE),
+      Stream.merge(watchdog, { haltStrategy: "either" })
+    )
+  }))
+
 /** PostgreSQL at `url`; the pool is shared by requests and workers. */
 export const postgres = (url: PgClient.PgClientConfig["url"]) =>
   Layer.mergeAll(
-    Layer.effect(Notifications, Effect.map(PgClient.PgClient, (client) => ({ listen: client.listen }))),
+    Layer.effect(
+      Notifications,
+      // Probes through `pg_notify`: the client's own `notify` sends `NOTIFY channel, $1`, which
+      // PostgreSQL refuses (NOTIFY takes no parameters).
+      Effect.map(PgClient.PgClient, (client) => ({
+        listen: supervised(client.listen, (channel, payload) => Effect.asVoid(client`SELECT pg_notify(${channel}, ${payload})`))
+      }))
+    ),
     Layer.succeed(DatabaseInfo, { kind: "postgres", dataDir: undefined })
   ).pipe(Layer.provideMerge(PgClient.layer({ url, maxConnections: 10, applicationName: "trade-intent-router" })))
 
-/** Embedded PGlite in `dataDir` (in memory when undefined). */
+/** Embedded PGlite in `dataDir` (in memory when undefined): one connection in-process, never lost. */
 export const pglite = (dataDir: string | undefined) =>
   Layer.mergeAll(
     Layer.effect(Notifications, Effect.map(PgLite.PgLiteClient, (client) => ({ listen: client.listen }))),
@@ -47,5 +100,14 @@ export const layerConfig = Layer.unwrapEffect(
   })
 )
 
-/** A database Layer with the migrations run on it before anything else uses it. */
-export const migrated = <A, E, R>(database: Layer.Layer<A, E, R>) => Layer.provideMerge(Migrations.layer, database)
+/**
+ * A database Layer with the migrations run on it before anything else uses it; on PostgreSQL under
+ * a lock, so that instances starting together migrate one at a time.
+ */
+export const migrated = <A, E, R>(database: Layer.Layer<A, E, R>) =>
+  Layer.provideMerge(
+    Layer.unwrapEffect(
+      Effect.map(DatabaseInfo, (info) => info.kind === "postgres" ? Migrations.layerExclusive : Migrations.layer)
+    ),
+    database
+  )
