@@ -1,4 +1,5 @@
 import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import CreateAccounts from "./migrations/0001_create_accounts.js"
@@ -20,7 +21,31 @@ export const loader = Migrator.fromRecord({
 
 export const run = Migrator.make({})({ loader })
 
+/** The key of the session-level advisory lock that instances migrate under (`tirm` in ASCII). */
+export const LOCK_KEY = 0x7469726d
+
+/**
+ * `run` under a PostgreSQL advisory lock, held on a connection of its own until it is done: instances
+ * starting together take turns. The Migrator locks its table, but creates that table unguarded
+ * first, so on a fresh database all instances but one failed to start
+ * (`duplicate key value violates unique constraint "pg_type_typname_nsp_index"`).
+ * PostgreSQL only: PGlite is one connection, which the lock would hold from the migrations.
+ */
+export const runExclusive = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const connection = yield* sql.reserve
+  yield* connection.executeRaw("SELECT pg_advisory_lock($1)", [LOCK_KEY])
+  yield* Effect.addFinalizer(() =>
+    Effect.ignoreLogged(connection.executeRaw("SELECT pg_advisory_unlock($1)", [LOCK_KEY]))
+  )
+  return yield* run
+}).pipe(Effect.scoped)
+
+const logged = <A, E, R>(migrations: Effect.Effect<A, E, R>) =>
+  migrations.pipe(Effect.withSpan("Migrations.run"), Effect.annotateLogs({ service: "migrations" }))
+
 /** Runs the migrations when built: provide it after the `SqlClient` and before anything that queries. */
-export const layer = Layer.effectDiscard(
-  run.pipe(Effect.withSpan("Migrations.run"), Effect.annotateLogs({ service: "migrations" }))
-)
+export const layer = Layer.effectDiscard(logged(run))
+
+/** `layer` for PostgreSQL, where several instances may start at once: they migrate one at a time. */
+export const layerExclusive = Layer.effectDiscard(logged(runExclusive))
