@@ -226,10 +226,12 @@ export const startService = (
   onLine?: (line: string) => void
 ): Service => {
   build()
+  // The caller's REDIS_URL must not leak in: the limiter counts in the database unless `env` says Redis.
+  const { REDIS_URL: _redis, ...inherited } = process.env
   const child = spawn(process.execPath, [...nodeArgs, "dist/main.js"], {
     cwd: ROOT,
     env: {
-      ...process.env,
+      ...inherited,
       DATABASE_URL: databaseUrl,
       PORT: String(port),
       HOST: "127.0.0.1",
@@ -301,7 +303,9 @@ export const logTally = () => {
     counts.set(key, (counts.get(key) ?? 0) + 1)
   }
   const summary = () => [...counts].map(([key, n]) => `${n}× ${key}`)
-  return { onLine, summary }
+  /** How many lines so far had a key containing `text`. */
+  const count = (text: string) => [...counts].reduce((sum, [key, n]) => (key.includes(text) ? sum + n : sum), 0)
+  return { onLine, summary, count }
 }
 
 export const stopService = async (child: ChildProcess, signal: NodeJS.Signals = "SIGTERM") => {

@@ -29,8 +29,9 @@ export interface Started {
 /** `npm start` as the README runs it (the bundle the test run built first), until `/healthz` answers. */
 export const start = async (env: Record<string, string>): Promise<Started> => {
   const port = await freePort()
-  // The test run's own DATABASE_URL must not leak in: without one the service runs on PGlite.
-  const { DATABASE_URL: _, ...inherited } = process.env
+  // The test run's own DATABASE_URL and REDIS_URL must not leak in: without one the service runs on
+  // PGlite, without the other it counts requests in the database. Tests pass them in `env`.
+  const { DATABASE_URL: _database, REDIS_URL: _redis, ...inherited } = process.env
   const child = spawn(process.execPath, ["dist/main.js"], {
     cwd: root,
     env: { ...inherited, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", ...env },

@@ -1,0 +1,171 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Crypto from "node:crypto"
+import * as Postgres from "../support/Postgres.js"
+import { createIntent, eventually, json, psql, signUpOver, start, type Started, stop } from "../support/Process.js"
+import { isGenuine, type Receiver, receiver } from "../support/Receiver.js"
+
+/** A fresh PostgreSQL database and two local receivers answering 200, all gone afterwards. */
+const withDatabaseAndReceivers = (body: (url: string, receivers: readonly [Receiver, Receiver]) => Promise<void>) =>
+  Effect.runPromise(
+    Effect.scoped(
+      Effect.gen(function*() {
+        const { url } = yield* Postgres.freshDatabaseUrl
+        const receivers = [yield* receiver(), yield* receiver()] as const
+        yield* Effect.promise(() => body(url, receivers))
+      })
+    )
+  )
+
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
+
+/** Settings every instance shares; a live broker connection needs the same key everywhere. */
+const sharedEnv = (url: string) => ({
+  DATABASE_URL: url,
+  ADMIN_TOKEN: "adm",
+  CREDENTIALS_KEY: Crypto.randomBytes(32).toString("hex"),
+  // Live intents fail at once (routing to Alpaca is not in this version): nothing holds up a stop.
+  ROUTING_RETRY_SCHEDULE: "50ms"
+})
+
+const startThree = (env: Record<string, string>) => Promise.all([start(env), start(env), start(env)])
+
+const stopAll = async (instances: ReadonlyArray<Started>) =>
+  expect(await Promise.all(instances.map((instance) => stop(instance.child)))).toEqual(instances.map(() => 0))
+
+/** Counts are per UTC minute: a burst must not straddle two windows, so it waits out the last 5 s of one. */
+const awayFromMinuteEdge = async () => {
+  const intoMinute = Date.now() % 60_000
+  if (intoMinute > 55_000) await new Promise((r) => setTimeout(r, 60_000 - intoMinute + 100))
+}
+
+interface Reply {
+  readonly status: number
+  readonly headers: Headers
+  readonly body: { readonly error_code?: string }
+}
+
+/** `count` requests at once, request `i` to instance `i % 3`. */
+const spread = (instances: ReadonlyArray<Started>, count: number, key: string, method: "GET" | "POST", body?: (i: number) => unknown) =>
+  Promise.all(
+    Array.from({ length: count }, async (_, i): Promise<Reply> => {
+      const response = await fetch(`${instances[i % instances.length]!.baseUrl}/api/v1/intents`, {
+        method,
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        ...(body === undefined ? {} : { body: JSON.stringify(body(i)) })
+      })
+      return { status: response.status, headers: response.headers, body: await json(response) }
+    })
+  )
+
+const statuses = (replies: ReadonlyArray<Reply>) => {
+  const counts: Record<number, number> = {}
+  for (const reply of replies) counts[reply.status] = (counts[reply.status] ?? 0) + 1
+  return counts
+}
+
+describe("three instances on one PostgreSQL, load spread round-robin", () => {
+  for (const store of ["the database", "Redis"] as const) {
+    it(`counting in ${store}: a free key's 60 a minute and a live quota of 5 hold across all three`, () =>
+      withDatabaseAndReceivers(async (url) => {
+        const instances = await startThree({ ...sharedEnv(url), ...(store === "Redis" ? { REDIS_URL } : {}) })
+        const { call } = await signUpOver(instances[0]!.baseUrl, "adm")
+
+        const free = await call<{ id: string }>("/users", { name: "Free", tier: "free" })
+        const { key } = await call<{ key: string }>(`/users/${free.id}/api-keys`, { name: "k", mode: "test" })
+        await awayFromMinuteEdge()
+        const burst = await spread(instances, 180, key, "GET")
+        expect(statuses(burst)).toEqual({ 200: 60, 429: 120 })
+        for (const reply of burst.filter((r) => r.status === 429)) {
+          expect(reply.body.error_code).toBe("rate_limit_exceeded")
+          expect(reply.headers.get("x-ratelimit-remaining")).toBe("0")
+        }
+        // One count for all three: each admitted request has its own place in it, whichever instance it reached.
+        const admitted = burst.filter((r) => r.status === 200)
+        expect(new Set(admitted.map((r) => Number(r.headers.get("x-ratelimit-remaining"))))).toEqual(
+          new Set(Array.from({ length: 60 }, (_, i) => i))
+        )
+        expect(new Set(burst.map((r) => r.headers.get("x-ratelimit-reset"))).size).toBe(1)
+
+        const quoted = await call<{ id: string }>("/users", {
+          name: "Quota",
+          tier: "enterprise",
+          requests_per_minute: 10_000,
+          intents_per_month: 5
+        })
+        const live = await call<{ key: string }>(`/users/${quoted.id}/api-keys`, { name: "live", mode: "live" })
+        const alpaca = await call<{ id: string }>(`/users/${quoted.id}/brokers`, {
+          name: "Alpaca",
+          kind: "alpaca",
+          mode: "live",
+          credentials: { api_key_id: "AKID", api_secret_key: "very-secret" }
+        })
+        const creations = await spread(instances, 30, live.key, "POST", (i) => ({
+          intent_id: `live-${i}`,
+          symbol: "AAPL",
+          side: "buy",
+          quantity: 1,
+          order_type: "market",
+          broker_id: alpaca.id
+        }))
+        expect(statuses(creations)).toEqual({ 201: 5, 429: 25 })
+        for (const reply of creations.filter((r) => r.status === 429)) expect(reply.body.error_code).toBe("quota_exceeded")
+        expect(psql(url, `SELECT count(*) FROM intents WHERE user_id = '${quoted.id}' AND mode = 'live'`)).toBe("5")
+        expect(psql(url, `SELECT sum(count) FROM intent_usage WHERE user_id = '${quoted.id}'`)).toBe("5")
+        await stopAll(instances)
+      }), 60_000)
+  }
+
+  it("300 market intents: each is routed and submitted once, and each event reaches each of two endpoints once", () =>
+    withDatabaseAndReceivers(async (url, receivers) => {
+      const instances = await startThree(sharedEnv(url))
+      const { brokerId, call, key, userId } = await signUpOver(instances[0]!.baseUrl, "adm")
+      const endpoints = await Promise.all(
+        receivers.map((hooks) => call<{ id: string; secret: string }>(`/users/${userId}/webhook-endpoints`, { url: hooks.url, mode: "test" }))
+      )
+
+      const total = 300
+      // Thirty clients; intent i goes to instance i % 3.
+      await Effect.runPromise(Effect.forEach(
+        Array.from({ length: total }, (_, i) => i),
+        (i) =>
+          Effect.promise(() =>
+            createIntent(instances[i % instances.length]!.baseUrl, key, {
+              intent_id: `scale-${i}`,
+              symbol: "AAPL",
+              side: "buy",
+              quantity: 1,
+              order_type: "market",
+              broker_id: brokerId
+            })
+          ),
+        { concurrency: 30, discard: true }
+      ))
+      await eventually(() => psql(url, "SELECT count(*) FROM intents WHERE status = 'filled'") === String(total), 20)
+      // Each status change wrote its event in its own transaction: created and filled, nothing else.
+      expect(psql(url, "SELECT count(*) FROM events")).toBe(String(2 * total))
+      await eventually(
+        () => psql(url, "SELECT count(*) FROM webhook_deliveries WHERE status = 'succeeded'") === String(4 * total),
+        20
+      )
+      // A graceful stop lets deliveries in flight finish: a duplicate would reach the receivers before it ends.
+      await stopAll(instances)
+
+      expect(psql(url, "SELECT count(*) FROM intents")).toBe(String(total))
+      expect(psql(url, "SELECT count(*) FROM mock_broker_orders")).toBe(String(total))
+      expect(psql(url, "SELECT max(submissions) FROM mock_broker_orders")).toBe("1")
+      expect(psql(url, "SELECT count(*), count(DISTINCT intent_id) FROM orders")).toBe(`${total}|${total}`)
+      expect(psql(url, "SELECT count(*) FROM fills")).toBe(String(total))
+      expect(psql(url, "SELECT count(*) FROM routing_jobs")).toBe("0")
+
+      expect(psql(url, "SELECT count(*), count(DISTINCT (endpoint_id, event_id)), max(attempts) FROM webhook_deliveries"))
+        .toBe(`${4 * total}|${4 * total}|1`)
+      const events = new Set(psql(url, "SELECT string_agg(id, ',') FROM events").split(","))
+      receivers.forEach((hooks, i) => {
+        const ids = hooks.received.map((request) => String(request.headers["sr-event-id"]))
+        expect(ids).toHaveLength(2 * total)
+        expect(new Set(ids)).toEqual(events)
+        expect(hooks.received.every((request) => isGenuine(request, endpoints[i]!.secret))).toBe(true)
+      })
+    }), 90_000)
+})
