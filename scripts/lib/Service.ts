@@ -8,6 +8,7 @@ import { once } from "node:events"
 import { createServer } from "node:net"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
+import { startArgs } from "./StartCommand.js"
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url))
 export const ADMIN_TOKEN = "bench-admin"
@@ -228,7 +229,7 @@ export const startService = (
   build()
   // The caller's REDIS_URL must not leak in: the limiter counts in the database unless `env` says Redis.
   const { REDIS_URL: _redis, ...inherited } = process.env
-  const child = spawn(process.execPath, [...nodeArgs, "dist/main.js"], {
+  const child = spawn(process.execPath, [...nodeArgs, ...startArgs()], {
     cwd: ROOT,
     env: {
       ...inherited,

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Postgres from "../support/Postgres.js"
 import { root, start, stop } from "../support/Process.js"
+import { startArgs } from "../../scripts/lib/StartCommand.js"
 
 /** `npm run admin -- …` against `baseUrl`. */
 const admin = (baseUrl: string, args: ReadonlyArray<string>) =>
@@ -85,7 +86,7 @@ describe("npm start", () => {
       })
     })))
 
-    const bad = spawn(process.execPath, ["dist/main.js"], {
+    const bad = spawn(process.execPath, [...startArgs()], {
       cwd: root,
       env: { ...process.env, PORT: "not-a-port" },
       stdio: ["ignore", "pipe", "pipe"]

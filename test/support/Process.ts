@@ -1,6 +1,7 @@
 import { afterEach } from "@effect/vitest"
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import { createServer } from "node:net"
+import { startArgs } from "../../scripts/lib/StartCommand.js"
 
 export const root = new URL("../..", import.meta.url).pathname
 
@@ -32,7 +33,7 @@ export const start = async (env: Record<string, string>): Promise<Started> => {
   // The test run's own DATABASE_URL and REDIS_URL must not leak in: without one the service runs on
   // PGlite, without the other it counts requests in the database. Tests pass them in `env`.
   const { DATABASE_URL: _database, REDIS_URL: _redis, ...inherited } = process.env
-  const child = spawn(process.execPath, ["dist/main.js"], {
+  const child = spawn(process.execPath, [...startArgs()], {
     cwd: root,
     env: { ...inherited, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"]
