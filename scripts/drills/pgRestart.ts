@@ -121,6 +121,7 @@ export const pgRestart: Drill = {
       const created = new Map<string, Phase>()
       const failures = { before: 0, down: 0, after: 0 }
       const statuses = new Map<string, number>()
+      const unexpected = new Map<number, number>()
       const load = startLoad(CLIENTS, async (index) => {
         const at = phase
         try {
@@ -128,6 +129,12 @@ export const pgRestart: Drill = {
           statuses.set(`${at} ${response.status}`, (statuses.get(`${at} ${response.status}`) ?? 0) + 1)
           if (response.status === 201) created.set(stringField(response.body, "id"), at)
           else failures[at]++
+          // A database that does not answer is a 503 the client can retry, never a 500.
+          const unavailable = response.status === 503 && isRecord(response.body) &&
+            response.body["error_code"] === "service_unavailable"
+          if (response.status !== 201 && !unavailable) {
+            unexpected.set(response.status, (unexpected.get(response.status) ?? 0) + 1)
+          }
         } catch {
           failures[at]++
           statuses.set(`${at} no answer`, (statuses.get(`${at} no answer`) ?? 0) + 1)
@@ -197,6 +204,10 @@ export const pgRestart: Drill = {
       check(count("before") > 0, "no 201 before the outage")
       check(count("after") > 0, "no 201 after the recovery")
       check(failures.after === 0, `${failures.after} create requests failed after the recovery`)
+      check(
+        unexpected.size === 0,
+        `creates answered other than 201 or 503 service_unavailable: ${[...unexpected].map(([status, n]) => `${n}× ${status}`).join(", ")}`
+      )
 
       // Workers and key caches listen again: the LISTEN connections died with the server; without
       // new ones the workers only poll (every second) and revocations no longer reach other instances.

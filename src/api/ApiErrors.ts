@@ -162,5 +162,10 @@ export const edgeErrors = {
     detail: "Content-Type must be application/json"
   },
   headersTooLarge: { status: 431, error_code: "headers_too_large", detail: "Request headers too large" },
-  internal: { status: 500, error_code: "internal_server_error", detail: "Internal server error" }
+  internal: { status: 500, error_code: "internal_server_error", detail: "Internal server error" },
+  unavailable: {
+    status: 503,
+    error_code: "service_unavailable",
+    detail: "The database is not answering; retry shortly (a creation retried with the same intent_id is never created twice)"
+  }
 } as const

@@ -1,12 +1,14 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import { RequestError, RouteNotFound } from "@effect/platform/HttpServerError"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { Api } from "../api/Api.js"
 import { edgeErrors } from "../api/ApiErrors.js"
 import { ValidationError } from "../domain/Errors.js"
+import { isDatabaseUnavailable } from "../sql/Availability.js"
 import { errorResponse } from "./ErrorResponse.js"
 
 type Issue = HttpApiDecodeError["issues"][number]
@@ -27,8 +29,9 @@ export const describeIssue = (issue: Issue | undefined): string => {
 
 /**
  * Every failure that is not one of the handlers' typed errors becomes the error body: decode
- * failures and malformed JSON a 400, unknown routes a 404, anything unexpected a 500 that leaks
- * nothing (the cause is logged, never sent).
+ * failures and malformed JSON a 400, unknown routes a 404, a database that cannot be reached a
+ * 503 with `Retry-After`, anything unexpected a 500 that leaks nothing (the cause is logged,
+ * never sent).
  */
 export const layer = HttpApiBuilder.middleware(Api, (app) =>
   Effect.catchAllCause(app, (cause) => {
@@ -45,6 +48,12 @@ export const layer = HttpApiBuilder.middleware(Api, (app) =>
     if (Option.isNone(defect)) return Effect.failCause(cause)
     if (defect.value instanceof RequestError && defect.value.reason === "Decode") {
       return Effect.fail(new ValidationError({ detail: "Request body must be valid JSON" }))
+    }
+    if (isDatabaseUnavailable(defect.value)) {
+      return Effect.zipRight(
+        Effect.logWarning("database unavailable", cause),
+        Effect.map(errorResponse(edgeErrors.unavailable), HttpServerResponse.setHeader("retry-after", "1"))
+      )
     }
     return Effect.zipRight(
       Effect.logError("unexpected failure", cause),
