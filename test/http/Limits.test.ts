@@ -2,6 +2,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Database from "../../src/sql/Database.js"
 import * as Postgres from "../support/Postgres.js"
+import { awayFromMinuteEdge } from "../support/RateWindow.js"
 import { marketOrder, signUp } from "../support/Scenario.js"
 import * as TestServer from "../support/TestServer.js"
 import { type Reply, send } from "../support/TestServer.js"
@@ -22,6 +23,7 @@ for (const [name, server] of servers) {
         Effect.gen(function*() {
           const ada = yield* signUp({ tier: "free" })
           const bob = yield* signUp({ tier: "free" })
+          yield* Effect.promise(awayFromMinuteEdge)
           const replies = yield* Effect.all(
             Array.from({ length: 200 }, () => send("GET", "/api/v1/intents", { key: ada.testKey })),
             { concurrency: "unbounded" }
@@ -46,6 +48,7 @@ for (const [name, server] of servers) {
           const user = yield* signUp({ tier: "pro" })
           const readOnly = yield* user.key("test", { scopes: ["intents:read"] })
           const order = marketOrder(user.mockId)
+          yield* Effect.promise(awayFromMinuteEdge)
           const replies = [
             yield* send("POST", "/api/v1/intents", { key: user.testKey, json: order }), // 201
             yield* send("POST", "/api/v1/intents", { key: user.testKey, json: order }), // 409

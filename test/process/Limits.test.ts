@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Postgres from "../support/Postgres.js"
 import { signUpOver, start, stop } from "../support/Process.js"
+import { awayFromMinuteEdge } from "../support/RateWindow.js"
 
 const withDatabase = (body: (url: string) => Promise<void>) =>
   Effect.runPromise(
@@ -29,6 +30,7 @@ describe("limits across server processes on one PostgreSQL", () => {
         const { call } = await signUpOver(a.baseUrl, "adm")
         const user = await call<{ id: string }>("/users", { name: "Free", tier: "free" })
         const { key } = await call<{ key: string }>(`/users/${user.id}/api-keys`, { name: "k", mode: "test" })
+        await awayFromMinuteEdge()
         const statuses = await burst([a.baseUrl, b.baseUrl], key)
         expect(statuses.filter((s) => s === 200)).toHaveLength(60)
         expect(statuses.filter((s) => s === 429)).toHaveLength(140)

@@ -3,6 +3,7 @@ import * as Effect from "effect/Effect"
 import * as Crypto from "node:crypto"
 import * as Postgres from "../support/Postgres.js"
 import { createIntent, eventually, json, psql, signUpOver, start, type Started, stop } from "../support/Process.js"
+import { awayFromMinuteEdge } from "../support/RateWindow.js"
 import { isGenuine, type Receiver, receiver } from "../support/Receiver.js"
 
 /** A fresh PostgreSQL database and two local receivers answering 200, all gone afterwards. */
@@ -32,12 +33,6 @@ const startThree = (env: Record<string, string>) => Promise.all([start(env), sta
 
 const stopAll = async (instances: ReadonlyArray<Started>) =>
   expect(await Promise.all(instances.map((instance) => stop(instance.child)))).toEqual(instances.map(() => 0))
-
-/** Counts are per UTC minute: a burst must not straddle two windows, so it waits out the last 5 s of one. */
-const awayFromMinuteEdge = async () => {
-  const intoMinute = Date.now() % 60_000
-  if (intoMinute > 55_000) await new Promise((r) => setTimeout(r, 60_000 - intoMinute + 100))
-}
 
 interface Reply {
   readonly status: number
