@@ -83,8 +83,11 @@ export const make = (options: RoutingOptions) =>
         }
         const { certain, result } = yield* place(context, job)
         if (Either.isRight(result)) {
-          yield* repository.record(context.intentId, result.right)
-          yield* followUp(context, result.right)
+          const order = result.right
+          // A final order leaves nothing to follow up: the job ends in the transaction that records it.
+          if (!isResting(order)) return yield* Effect.asVoid(repository.record(context.intentId, order, job))
+          yield* repository.record(context.intentId, order)
+          yield* followUp(context, order)
           return yield* repository.finish(job)
         }
         if (certain) {
@@ -130,7 +133,7 @@ export const make = (options: RoutingOptions) =>
 
     const process = (job: Job) =>
       Effect.gen(function*() {
-        const context = yield* repository.context(job.intentId)
+        const context = job.context // read by the claim
         if (Option.isNone(context) || isFinal(context.value.status)) return yield* repository.finish(job)
         switch (job.kind) {
           case "submit":

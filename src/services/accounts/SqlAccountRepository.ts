@@ -62,6 +62,8 @@ const apiKeyColumns = "id, user_id, name, mode, scopes, key_hint, created_at, ex
 /** SQL and decoding errors are defects here: no caller can act on them (they become 500s). */
 const orDie = Effect.orDie
 
+const MAX_CACHED_BROKERS = 10_000
+
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
 
@@ -119,6 +121,12 @@ export const make = Effect.gen(function*() {
       sql`SELECT id, user_id, name, kind, mode, created_at
           FROM broker_connections WHERE id = ${id} AND user_id = ${user_id}`
   })
+
+  /**
+   * Broker connections found, by user and id: a connection is never updated or deleted, so one
+   * found stays true, and a creation needs no lookup (only the found ones are kept).
+   */
+  const brokers = new Map<string, BrokerConnection>()
 
   return AccountRepository.of({
     createUser: (user) =>
@@ -181,14 +189,24 @@ export const make = Effect.gen(function*() {
         orDie,
         Effect.withSpan("AccountRepository.createBroker")
       ),
-    findBroker: (userId, id) =>
-      isUuid(id)
-        ? selectBroker({ user_id: userId, id: BrokerId.make(id) }).pipe(
-          Effect.map(Option.map((row) => new BrokerConnection(row))),
-          orDie,
-          Effect.withSpan("AccountRepository.findBroker")
-        )
-        : Effect.succeed(Option.none())
+    findBroker: (userId, id) => {
+      if (!isUuid(id)) return Effect.succeed(Option.none())
+      const key = `${userId}/${id}`
+      const known = brokers.get(key)
+      if (known !== undefined) return Effect.succeed(Option.some(known))
+      return selectBroker({ user_id: userId, id: BrokerId.make(id) }).pipe(
+        Effect.map(Option.map((row) => new BrokerConnection(row))),
+        Effect.tap((found) =>
+          Effect.sync(() => {
+            if (Option.isNone(found)) return
+            if (brokers.size >= MAX_CACHED_BROKERS) brokers.clear()
+            brokers.set(key, found.value)
+          })
+        ),
+        orDie,
+        Effect.withSpan("AccountRepository.findBroker")
+      )
+    }
   })
 })
 

@@ -11,11 +11,15 @@ import type { BrokerOrder, Connection } from "../brokers/BrokerGateway.js"
 export type { JobKind } from "../intents/SqlTransitions.js"
 import type { JobKind } from "../intents/SqlTransitions.js"
 
-/** A claimed unit of routing work; `claims` counts how often it was claimed (more than 1: a retry). */
+/**
+ * A claimed unit of routing work; `claims` counts how often it was claimed (more than 1: a retry).
+ * `context` is the intent as the claim read it (none if it is gone).
+ */
 export interface Job {
   readonly intentId: IntentId
   readonly kind: JobKind
   readonly claims: number
+  readonly context: Option.Option<RoutingContext>
 }
 
 /** Everything a worker needs to act on an intent. */
@@ -33,15 +37,21 @@ export interface RoutingContext {
 
 /** The durable side of routing: jobs, orders, fills, transitions and their events. */
 export class RoutingRepository extends Context.Tag("RoutingRepository")<RoutingRepository, {
-  /** Claims up to `limit` due jobs for `lease`; jobs claimed by a live worker are skipped, not waited for. */
+  /**
+   * Claims up to `limit` due jobs for `lease`, each with its intent's context (one round trip);
+   * jobs claimed by a live worker are skipped, not waited for.
+   */
   readonly claim: (limit: number, lease: Duration.Duration) => Effect.Effect<ReadonlyArray<Job>>
   /** When the earliest job not held by a live worker is due: how long a worker may sleep. */
   readonly nextDue: Effect.Effect<Option.Option<DateTime.Utc>>
   /** Extends the lease of jobs still in flight, so that only a dead worker's jobs are claimed again. */
   readonly extend: (jobs: ReadonlyArray<Job>, lease: Duration.Duration) => Effect.Effect<void>
   readonly context: (intentId: IntentId) => Effect.Effect<Option.Option<RoutingContext>>
-  /** Records the broker's word about the order: the order, new fills, the transition and its event. */
-  readonly record: (intentId: IntentId, order: BrokerOrder) => Effect.Effect<Transition>
+  /**
+   * Records the broker's word about the order: the order, new fills, the transition and its event;
+   * with `done`, also finishes that job (as `finish` does) in the same transaction.
+   */
+  readonly record: (intentId: IntentId, order: BrokerOrder, done?: Job) => Effect.Effect<Transition>
   readonly fail: (intentId: IntentId, reason: string) => Effect.Effect<Transition>
   readonly cancelLocally: (intentId: IntentId, reason: string) => Effect.Effect<Transition>
   /** Done with a job, unless it was enqueued again meanwhile. */

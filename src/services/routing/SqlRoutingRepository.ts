@@ -18,15 +18,10 @@ import {
 } from "../../domain/Routing.js"
 import { eventId, Ids } from "../Ids.js"
 import * as SqlTransitions from "../intents/SqlTransitions.js"
-import { RoutingRepository } from "./RoutingRepository.js"
+import { type Job, type RoutingContext, RoutingRepository } from "./RoutingRepository.js"
 
 const Amount = Schema.NumberFromString
 
-const JobRow = Schema.Struct({
-  intent_id: IntentId,
-  kind: Schema.Literal("submit", "cancel", "sync"),
-  claims: Schema.Number
-})
 
 const ContextRow = Schema.Struct({
   id: IntentId,
@@ -47,6 +42,45 @@ const ContextRow = Schema.Struct({
   has_order: Schema.Boolean
 })
 
+/** What `ContextRow` decodes, as one JSON object, from `intents i` joined with `broker_connections b`. */
+const contextObject = `json_build_object(
+  'id', i.id, 'user_id', i.user_id, 'mode', i.mode, 'status', i.status, 'symbol', i.symbol, 'side', i.side,
+  'quantity', i.quantity::text, 'order_type', i.order_type, 'limit_price', i.limit_price::text,
+  'stop_price', i.stop_price::text, 'time_in_force', i.time_in_force, 'extended_hours', i.extended_hours,
+  'broker_id', i.broker_id, 'kind', b.kind, 'cancel_requested', i.cancel_requested_at IS NOT NULL,
+  'has_order', EXISTS (SELECT 1 FROM orders o WHERE o.intent_id = i.id))`
+
+/** A claimed job and its intent's context (null when the intent is gone). */
+const ClaimRow = Schema.Struct({
+  intent_id: IntentId,
+  kind: Schema.Literal("submit", "cancel", "sync"),
+  claims: Schema.Number,
+  context: Schema.NullOr(ContextRow)
+})
+
+type ContextRow = typeof ContextRow.Type
+
+const toContext = (row: ContextRow): RoutingContext => ({
+  intentId: row.id,
+  userId: row.user_id,
+  mode: row.mode,
+  status: row.status,
+  spec: {
+    symbol: row.symbol,
+    side: row.side,
+    quantity: row.quantity,
+    order_type: row.order_type,
+    limit_price: row.limit_price,
+    stop_price: row.stop_price,
+    time_in_force: row.time_in_force,
+    extended_hours: row.extended_hours
+  },
+  connection: { id: row.broker_id, kind: row.kind },
+  clientOrderId: clientOrderId(row.id),
+  hasOrder: row.has_order,
+  cancelRequested: row.cancel_requested
+})
+
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -63,6 +97,11 @@ export const make = Effect.gen(function*() {
     effect.pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die), Effect.withSpan(span))
 
   const enqueue = transitions.enqueue
+
+  /** Deletes a job unless it was enqueued again (or claimed by another worker) meanwhile. */
+  const finishJob = (job: Job) =>
+    Effect.asVoid(sql`DELETE FROM routing_jobs WHERE intent_id = ${job.intentId} AND kind = ${job.kind}
+                      AND claims = ${job.claims} AND locked_until IS NOT NULL`)
 
   /** A transition no broker answer caused (giving up, a cancel before submission). */
   const withoutOrder = (
@@ -86,14 +125,26 @@ export const make = Effect.gen(function*() {
         const at = yield* now
         const until = new Date(at.getTime() + Duration.toMillis(lease))
         const rows = yield* sql`
-          UPDATE routing_jobs j SET locked_until = ${until}, claims = j.claims + 1
-          FROM (SELECT intent_id, kind FROM routing_jobs
-                WHERE run_at <= ${at} AND (locked_until IS NULL OR locked_until < ${at})
-                ORDER BY run_at LIMIT ${limit}
-                FOR UPDATE SKIP LOCKED) due
-          WHERE j.intent_id = due.intent_id AND j.kind = due.kind
-          RETURNING j.intent_id, j.kind, j.claims`.pipe(decode(JobRow))
-        return rows.map((row) => ({ intentId: row.intent_id, kind: row.kind, claims: row.claims }))
+          WITH claimed AS (
+            UPDATE routing_jobs j SET locked_until = ${until}, claims = j.claims + 1
+            FROM (SELECT intent_id, kind FROM routing_jobs
+                  WHERE run_at <= ${at} AND (locked_until IS NULL OR locked_until < ${at})
+                  ORDER BY run_at LIMIT ${limit}
+                  FOR UPDATE SKIP LOCKED) due
+            WHERE j.intent_id = due.intent_id AND j.kind = due.kind
+            RETURNING j.intent_id, j.kind, j.claims
+          )
+          SELECT c.intent_id, c.kind, c.claims,
+                 CASE WHEN i.id IS NULL THEN NULL ELSE ${sql.literal(contextObject)} END AS context
+          FROM claimed c
+          LEFT JOIN intents i ON i.id = c.intent_id
+          LEFT JOIN broker_connections b ON b.id = i.broker_id`.pipe(decode(ClaimRow))
+        return rows.map((row) => ({
+          intentId: row.intent_id,
+          kind: row.kind,
+          claims: row.claims,
+          context: Option.map(Option.fromNullable(row.context), toContext)
+        }))
       }).pipe(Effect.orDie, Effect.withSpan("RoutingRepository.claim")),
 
     nextDue: Effect.gen(function*() {
@@ -110,40 +161,16 @@ export const make = Effect.gen(function*() {
       }).pipe(Effect.orDie, Effect.withSpan("RoutingRepository.extend")),
 
     context: (intentId) =>
-      sql`SELECT i.id, i.user_id, i.mode, i.status, i.symbol, i.side, i.quantity::text AS quantity, i.order_type,
-                 i.limit_price::text AS limit_price, i.stop_price::text AS stop_price, i.time_in_force,
-                 i.extended_hours, i.broker_id, b.kind, i.cancel_requested_at IS NOT NULL AS cancel_requested,
-                 EXISTS (SELECT 1 FROM orders o WHERE o.intent_id = i.id) AS has_order
+      sql`SELECT ${sql.literal(contextObject)} AS context
           FROM intents i JOIN broker_connections b ON b.id = i.broker_id
           WHERE i.id = ${intentId}`.pipe(
-        decode(ContextRow),
-        Effect.map((rows) =>
-          Option.map(Option.fromNullable(rows[0]), (row) => ({
-            intentId: row.id,
-            userId: row.user_id,
-            mode: row.mode,
-            status: row.status,
-            spec: {
-              symbol: row.symbol,
-              side: row.side,
-              quantity: row.quantity,
-              order_type: row.order_type,
-              limit_price: row.limit_price,
-              stop_price: row.stop_price,
-              time_in_force: row.time_in_force,
-              extended_hours: row.extended_hours
-            },
-            connection: { id: row.broker_id, kind: row.kind },
-            clientOrderId: clientOrderId(row.id),
-            hasOrder: row.has_order,
-            cancelRequested: row.cancel_requested
-          }))
-        ),
+        decode(Schema.Struct({ context: ContextRow })),
+        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row) => toContext(row.context))),
         Effect.orDie,
         Effect.withSpan("RoutingRepository.context")
       ),
 
-    record: (intentId, order) =>
+    record: (intentId, order, done) =>
       transact(
         Effect.gen(function*() {
           const at = yield* now
@@ -170,6 +197,7 @@ export const make = Effect.gen(function*() {
                        ON CONFLICT (order_id, broker_fill_id) DO NOTHING`
           }
           yield* applyTransition(intentId, transition, at)
+          if (done !== undefined) yield* finishJob(done)
           return transition
         }),
         "RoutingRepository.record"
@@ -180,13 +208,7 @@ export const make = Effect.gen(function*() {
     cancelLocally: (intentId, reason) =>
       withoutOrder(intentId, applyLocalCancel, reason, "RoutingRepository.cancelLocally"),
 
-    finish: (job) =>
-      sql`DELETE FROM routing_jobs WHERE intent_id = ${job.intentId} AND kind = ${job.kind}
-          AND claims = ${job.claims} AND locked_until IS NOT NULL`.pipe(
-        Effect.asVoid,
-        Effect.orDie,
-        Effect.withSpan("RoutingRepository.finish")
-      ),
+    finish: (job) => finishJob(job).pipe(Effect.orDie, Effect.withSpan("RoutingRepository.finish")),
 
     reschedule: (job, runAt) =>
       sql`UPDATE routing_jobs SET run_at = ${DateTime.toDate(runAt)}, locked_until = NULL
