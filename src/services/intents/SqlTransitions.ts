@@ -88,8 +88,11 @@ export const make = (sql: SqlClient.SqlClient, newEventId: Effect.Effect<string>
       return intent satisfies RoutingState
     }).pipe(Effect.catchTag("ParseError", Effect.die)),
 
-  /** Writes a transition's status and its one event (with its deliveries): one statement. */
-  apply: (intentId: IntentId, transition: Transition, at: Date) =>
+  /**
+   * Writes a transition's status and its one event (with its deliveries): one statement, which
+   * also runs `also` (a data-modifying statement of the same transaction) when given.
+   */
+  apply: (intentId: IntentId, transition: Transition, at: Date, also?: Statement.Fragment) =>
     transition.changed
       ? Effect.flatMap(newEventId, (eventId) =>
         sql`WITH changed AS (
@@ -97,8 +100,11 @@ export const make = (sql: SqlClient.SqlClient, newEventId: Effect.Effect<string>
               WHERE id = ${intentId}
               RETURNING *
             ), ${eventTables(sql, sql`changed i`, { id: sql`${eventId}`, type: eventType(transition.status), at: sql`${at}` })}
+            ${also === undefined ? sql`` : sql`, also AS (${also})`}
             SELECT ${sql.literal(DELIVERIES_DUE)}`)
-      : Effect.void,
+      : also === undefined
+      ? Effect.void
+      : sql`${also}`,
 
   /** Adds (or brings forward) routing work and wakes the workers when the transaction commits. */
   enqueue: (intentId: IntentId, kind: JobKind, runAt: Date, at: Date) =>

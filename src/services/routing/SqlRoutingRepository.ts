@@ -100,8 +100,8 @@ export const make = Effect.gen(function*() {
 
   /** Deletes a job unless it was enqueued again (or claimed by another worker) meanwhile. */
   const finishJob = (job: Job) =>
-    Effect.asVoid(sql`DELETE FROM routing_jobs WHERE intent_id = ${job.intentId} AND kind = ${job.kind}
-                      AND claims = ${job.claims} AND locked_until IS NOT NULL`)
+    sql`DELETE FROM routing_jobs WHERE intent_id = ${job.intentId} AND kind = ${job.kind}
+        AND claims = ${job.claims} AND locked_until IS NOT NULL`
 
   /** A transition no broker answer caused (giving up, a cancel before submission). */
   const withoutOrder = (
@@ -180,24 +180,36 @@ export const make = Effect.gen(function*() {
             reason: order.reason,
             fills: order.fills.map(({ id, price, quantity }) => ({ id, price, quantity }))
           })
-          const [saved] = yield* sql<{ id: string }>`
-            INSERT INTO orders (id, intent_id, client_order_id, broker_order_id, status, created_at, updated_at)
-            VALUES (${yield* ids.uuid}, ${intentId}, ${order.clientOrderId}, ${order.brokerOrderId}, ${order.status},
-                    ${at}, ${at})
-            ON CONFLICT (client_order_id) DO UPDATE SET
-              broker_order_id = EXCLUDED.broker_order_id,
-              status = EXCLUDED.status,
-              updated_at = CASE WHEN orders.status = EXCLUDED.status THEN orders.updated_at ELSE EXCLUDED.updated_at END
-            RETURNING id`
-          for (const fill of transition.fills) {
-            const filledAt = order.fills.find((f) => f.id === fill.id)?.filledAt
-            yield* sql`INSERT INTO fills (id, order_id, broker_fill_id, quantity, price, filled_at)
-                       VALUES (${yield* ids.uuid}, ${saved?.id}, ${fill.id}, ${fill.quantity}, ${fill.price},
-                               ${filledAt === undefined ? at : DateTime.toDate(filledAt)})
-                       ON CONFLICT (order_id, broker_fill_id) DO NOTHING`
-          }
-          yield* applyTransition(intentId, transition, at)
-          if (done !== undefined) yield* finishJob(done)
+          // The order and its new fills: one statement.
+          const fills = yield* Effect.forEach(transition.fills, (fill) =>
+            Effect.map(ids.uuid, (id) => {
+              const filledAt = order.fills.find((f) => f.id === fill.id)?.filledAt
+              return {
+                id,
+                broker_fill_id: fill.id,
+                quantity: fill.quantity,
+                price: fill.price,
+                filled_at: filledAt === undefined ? at.toISOString() : DateTime.formatIso(filledAt)
+              }
+            }))
+          yield* sql`
+            WITH saved AS (
+              INSERT INTO orders (id, intent_id, client_order_id, broker_order_id, status, created_at, updated_at)
+              VALUES (${yield* ids.uuid}, ${intentId}, ${order.clientOrderId}, ${order.brokerOrderId}, ${order.status},
+                      ${at}, ${at})
+              ON CONFLICT (client_order_id) DO UPDATE SET
+                broker_order_id = EXCLUDED.broker_order_id,
+                status = EXCLUDED.status,
+                updated_at = CASE WHEN orders.status = EXCLUDED.status THEN orders.updated_at ELSE EXCLUDED.updated_at END
+              RETURNING id
+            )
+            INSERT INTO fills (id, order_id, broker_fill_id, quantity, price, filled_at)
+            SELECT f.id, saved.id, f.broker_fill_id, f.quantity, f.price, f.filled_at
+            FROM saved, json_to_recordset(${JSON.stringify(fills)}::json)
+              AS f(id uuid, broker_fill_id text, quantity numeric, price numeric, filled_at timestamptz)
+            ON CONFLICT (order_id, broker_fill_id) DO NOTHING`
+          // The transition (status, event, deliveries) and the job's end: one statement.
+          yield* applyTransition(intentId, transition, at, done === undefined ? undefined : finishJob(done))
           return transition
         }),
         "RoutingRepository.record"
@@ -208,7 +220,7 @@ export const make = Effect.gen(function*() {
     cancelLocally: (intentId, reason) =>
       withoutOrder(intentId, applyLocalCancel, reason, "RoutingRepository.cancelLocally"),
 
-    finish: (job) => finishJob(job).pipe(Effect.orDie, Effect.withSpan("RoutingRepository.finish")),
+    finish: (job) => finishJob(job).pipe(Effect.asVoid, Effect.orDie, Effect.withSpan("RoutingRepository.finish")),
 
     reschedule: (job, runAt) =>
       sql`UPDATE routing_jobs SET run_at = ${DateTime.toDate(runAt)}, locked_until = NULL
