@@ -181,7 +181,11 @@ const startReference = async (databaseUrl: string) => {
   return { child, baseUrl: `http://127.0.0.1:${port}`, pid: pidOf(child) }
 }
 
-/** Waits until the routing worker has no job left, so one scenario's tail does not load the next. */
+/**
+ * Waits until no routing job or delivery is left, then vacuums and checkpoints, so that a scenario
+ * pays neither for the previous one's background work nor for its writes (dead rows, dirty pages,
+ * autovacuum and a checkpoint arriving in the middle of the next run).
+ */
 const quiesce = async (databaseUrl: string) => {
   const deadline = Date.now() + 120_000
   for (;;) {
@@ -189,10 +193,13 @@ const quiesce = async (databaseUrl: string) => {
       databaseUrl,
       "SELECT count(*) FROM routing_jobs UNION ALL SELECT count(*) FROM webhook_deliveries WHERE status = 'pending'"
     )
-    if (jobs === "0" && deliveries === "0") return
+    if (jobs === "0" && deliveries === "0") break
     if (Date.now() > deadline) throw new Error(`still ${jobs} routing jobs and ${deliveries} deliveries after 2 min`)
     await sleep(200)
   }
+  await run("psql", [databaseUrl, "-v", "ON_ERROR_STOP=1", "-qc", "VACUUM ANALYZE"])
+  // CHECKPOINT needs a superuser (or pg_checkpoint); without one the run goes on unsettled.
+  await run("psql", [databaseUrl, "-qc", "CHECKPOINT"]).catch(() => undefined)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -92,7 +92,7 @@ export class RateLimiter extends Context.Tag("RateLimiter")<RateLimiter, {
           return exits
         }).pipe(Effect.orDie)
 
-      const count = yield* Batched.make(countBatch, { maxBatch: 500, concurrency: 2 })
+      const count = yield* Batched.make(countBatch, { maxBatch: 500, concurrency: 1 })
 
       return {
         consume: (bucket, limit) =>

@@ -154,7 +154,7 @@ export const make = Effect.gen(function*() {
         Effect.forEach(creations, (creation) => Effect.exit(createOne(creation.input, creation)), { concurrency: 4 }))
     )
 
-  const createBatched = yield* Batched.make(createBatch, { maxBatch: 200, concurrency: 4 })
+  const createBatched = yield* Batched.make(createBatch, { maxBatch: 200, concurrency: 2 })
 
   return IntentRepository.of({
     create: (input, options) => options.quota === undefined ? createBatched({ input, ...options }) : createOne(input, options),
