@@ -39,7 +39,7 @@ export class IntentPage extends Schema.Class<IntentPage>("IntentPage")({
   total_pages: Schema.Int
 }) {}
 
-/** `{id}`: any string, so that a malformed id is a 404 like an unknown one. */
+/** `{id}`: every string is accepted, so that a malformed id is a 404 like an unknown one. */
 const IntentPath = Schema.Struct({ id: Schema.String })
 
 /** SPEC.md's v1 Trade Intent endpoints. */

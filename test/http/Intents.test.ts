@@ -172,6 +172,12 @@ for (const [name, server] of servers) {
             concurrency: "unbounded"
           })
           expect(replies.map((r) => r.status).sort()).toEqual([201, ...Array(19).fill(409)])
+          // Creations that arrive together share a batch: each 409 still points at the one intent.
+          const created = replies.find((r) => r.status === 201)
+          const id = (created?.body as { id: string }).id
+          for (const reply of replies.filter((r) => r.status === 409)) {
+            expect(reply.headers["location"]).toBe(`/api/v1/intents/${id}`)
+          }
           const list = yield* send("GET", "/api/v1/intents", { key: testKey })
           expect(list.body).toMatchObject({ total_items: 1 })
         }))
