@@ -8,6 +8,7 @@ import CreateRateLimits from "./migrations/0003_create_rate_limits.js"
 import CreateRouting from "./migrations/0004_create_routing.js"
 import CreateWebhooks from "./migrations/0005_create_webhooks.js"
 import UnloggedRateLimits from "./migrations/0006_unlogged_rate_limits.js"
+import RoutingJobVersions from "./migrations/0007_routing_job_versions.js"
 
 /** Every migration, statically imported so that a bundled build finds them. */
 export const loader = Migrator.fromRecord({
@@ -16,7 +17,8 @@ export const loader = Migrator.fromRecord({
   "0003_create_rate_limits": CreateRateLimits,
   "0004_create_routing": CreateRouting,
   "0005_create_webhooks": CreateWebhooks,
-  "0006_unlogged_rate_limits": UnloggedRateLimits
+  "0006_unlogged_rate_limits": UnloggedRateLimits,
+  "0007_routing_job_versions": RoutingJobVersions
 })
 
 export const run = Migrator.make({})({ loader })

@@ -27,7 +27,6 @@ export interface RoutingOptions {
 }
 
 const CANCELED_BY_CLIENT = "Canceled by the client"
-const SUBMISSION_IN_FLIGHT_RETRY = Duration.millis(250)
 
 const isResting = (order: BrokerOrder) => order.status === "new" || order.status === "partially_filled"
 
@@ -75,30 +74,49 @@ export const make = (options: RoutingOptions) =>
         }
       })
 
+    /**
+     * A cancel that arrived before any order was recorded. Only a submission never claimed before
+     * this one can be canceled without asking: once a claim may have submitted, the broker, asked by
+     * client order id, decides (its order is recorded and then canceled there).
+     */
+    const cancelBeforeOrder = (context: RoutingContext, job: Job) =>
+      Effect.gen(function*() {
+        const reason = `${CANCELED_BY_CLIENT} before submission`
+        if (job.claims === 1) return yield* Effect.asVoid(repository.cancelLocally(context.intentId, reason, job))
+        const found = yield* Effect.either(
+          Effect.retry(broker.lookup(context.connection, context.clientOrderId), retry)
+        )
+        if (Either.isLeft(found)) return yield* repository.reschedule(job, yield* later(lastDelay))
+        if (Option.isNone(found.right)) {
+          return yield* Effect.asVoid(repository.cancelLocally(context.intentId, reason, job))
+        }
+        yield* recorded(context, job, found.right.value)
+      })
+
+    /** Records the order a submission placed (or found), then follows it up; the job ends. */
+    const recorded = (context: RoutingContext, job: Job, order: BrokerOrder) =>
+      Effect.gen(function*() {
+        // A final order leaves nothing to follow up: the job ends in the transaction that records it.
+        if (!isResting(order)) return yield* Effect.asVoid(repository.record(context.intentId, order, job))
+        yield* repository.record(context.intentId, order)
+        yield* followUp(context, order)
+        yield* repository.finish(job)
+      })
+
     const submit = (context: RoutingContext, job: Job) =>
       Effect.gen(function*() {
-        if (context.cancelRequested && !context.hasOrder) {
-          yield* repository.cancelLocally(context.intentId, `${CANCELED_BY_CLIENT} before submission`)
-          return yield* repository.finish(job)
-        }
+        if (context.cancelRequested && !context.hasOrder) return yield* cancelBeforeOrder(context, job)
         const { certain, result } = yield* place(context, job)
-        if (Either.isRight(result)) {
-          const order = result.right
-          // A final order leaves nothing to follow up: the job ends in the transaction that records it.
-          if (!isResting(order)) return yield* Effect.asVoid(repository.record(context.intentId, order, job))
-          yield* repository.record(context.intentId, order)
-          yield* followUp(context, order)
-          return yield* repository.finish(job)
-        }
+        if (Either.isRight(result)) return yield* recorded(context, job, result.right)
         if (certain) {
           const attempts = options.retryDelays.length + 1
-          yield* repository.fail(
+          return yield* Effect.asVoid(repository.fail(
             context.intentId,
-            `Broker unreachable after ${attempts} attempt${attempts === 1 ? "" : "s"}: ${result.left.detail}`
-          )
-          return yield* repository.finish(job)
+            `Broker unreachable after ${attempts} attempt${attempts === 1 ? "" : "s"}: ${result.left.detail}`,
+            job
+          ))
         }
-        // The broker may hold the order: never fail, ask again later.
+        // The broker may hold the order: never fail, ask again later (the next claim looks it up first).
         yield* Effect.logWarning("submission outcome unknown; will look the order up").pipe(
           Effect.annotateLogs({ intent_id: context.intentId })
         )
@@ -107,7 +125,8 @@ export const make = (options: RoutingOptions) =>
 
     const cancel = (context: RoutingContext, job: Job) =>
       Effect.gen(function*() {
-        if (!context.hasOrder) return yield* repository.reschedule(job, yield* later(SUBMISSION_IN_FLIGHT_RETRY))
+        // Without a recorded order, the intent's submission job decides the cancel (it sees the request).
+        if (!context.hasOrder) return yield* repository.finish(job)
         const result = yield* Effect.either(
           Effect.retry(broker.cancel(context.connection, context.clientOrderId), retry)
         )

@@ -90,7 +90,8 @@ export const make = (sql: SqlClient.SqlClient, newEventId: Effect.Effect<string>
 
   /**
    * Writes a transition's status and its one event (with its deliveries): one statement, which
-   * also runs `also` (a data-modifying statement of the same transaction) when given.
+   * also runs `also` (common table expressions of data-modifying statements, such as a job's end)
+   * when given.
    */
   apply: (intentId: IntentId, transition: Transition, at: Date, also?: Statement.Fragment) =>
     transition.changed
@@ -100,17 +101,21 @@ export const make = (sql: SqlClient.SqlClient, newEventId: Effect.Effect<string>
               WHERE id = ${intentId}
               RETURNING *
             ), ${eventTables(sql, sql`changed i`, { id: sql`${eventId}`, type: eventType(transition.status), at: sql`${at}` })}
-            ${also === undefined ? sql`` : sql`, also AS (${also})`}
+            ${also === undefined ? sql`` : sql`, ${also}`}
             SELECT ${sql.literal(DELIVERIES_DUE)}`)
       : also === undefined
       ? Effect.void
-      : sql`${also}`,
+      : sql`WITH ${also} SELECT 1`,
 
-  /** Adds (or brings forward) routing work and wakes the workers when the transaction commits. */
+  /**
+   * Adds routing work, or sets the time of the same work already queued, and wakes the workers
+   * when the transaction commits. A job a worker is running keeps its lease: its `version` moves
+   * on, so that the worker hands it back to run again instead of deleting it when done.
+   */
   enqueue: (intentId: IntentId, kind: JobKind, runAt: Date, at: Date) =>
     sql`WITH job AS (
           INSERT INTO routing_jobs (intent_id, kind, run_at, created_at) VALUES (${intentId}, ${kind}, ${runAt}, ${at})
-          ON CONFLICT (intent_id, kind) DO UPDATE SET run_at = EXCLUDED.run_at, locked_until = NULL
+          ON CONFLICT (intent_id, kind) DO UPDATE SET run_at = EXCLUDED.run_at, version = routing_jobs.version + 1
         )
         SELECT pg_notify(${ROUTING_CHANNEL}, ${kind})`
 })

@@ -12,13 +12,16 @@ export type { JobKind } from "../intents/SqlTransitions.js"
 import type { JobKind } from "../intents/SqlTransitions.js"
 
 /**
- * A claimed unit of routing work; `claims` counts how often it was claimed (more than 1: a retry).
- * `context` is the intent as the claim read it (none if it is gone).
+ * A claimed unit of routing work. `claims` counts how often it was claimed: more than 1 means an
+ * earlier claim may have acted already (a submission may have reached the broker). `version`
+ * counts how often it was enqueued again. `context` is the intent as the claim read it (none if it
+ * is gone).
  */
 export interface Job {
   readonly intentId: IntentId
   readonly kind: JobKind
   readonly claims: number
+  readonly version: number
   readonly context: Option.Option<RoutingContext>
 }
 
@@ -52,11 +55,19 @@ export class RoutingRepository extends Context.Tag("RoutingRepository")<RoutingR
    * with `done`, also finishes that job (as `finish` does) in the same transaction.
    */
   readonly record: (intentId: IntentId, order: BrokerOrder, done?: Job) => Effect.Effect<Transition>
-  readonly fail: (intentId: IntentId, reason: string) => Effect.Effect<Transition>
-  readonly cancelLocally: (intentId: IntentId, reason: string) => Effect.Effect<Transition>
-  /** Done with a job, unless it was enqueued again meanwhile. */
+  /** Routing gave up (the broker certainly holds no order); with `done`, that job ends with it. */
+  readonly fail: (intentId: IntentId, reason: string, done?: Job) => Effect.Effect<Transition>
+  /**
+   * Cancels an intent whose order certainly never reached the broker: its submission was never
+   * claimed, or the broker, asked by client order id, holds none. With `done`, that job ends with it.
+   */
+  readonly cancelLocally: (intentId: IntentId, reason: string, done?: Job) => Effect.Effect<Transition>
+  /**
+   * Done with a job, if this worker still holds it; if it was enqueued again meanwhile, it is
+   * handed back to run again instead.
+   */
   readonly finish: (job: Job) => Effect.Effect<void>
-  /** Releases a job to run again at `runAt`. */
+  /** Releases a job (if this worker still holds it) to run again at `runAt`, or sooner if enqueued again meanwhile. */
   readonly reschedule: (job: Job, runAt: DateTime.Utc) => Effect.Effect<void>
   readonly enqueue: (intentId: IntentId, kind: JobKind, runAt: DateTime.Utc) => Effect.Effect<void>
 }>() {}

@@ -18,6 +18,7 @@ import {
 } from "../../domain/Routing.js"
 import { eventId, Ids } from "../Ids.js"
 import * as SqlTransitions from "../intents/SqlTransitions.js"
+import { ROUTING_CHANNEL } from "../intents/SqlTransitions.js"
 import { type Job, type RoutingContext, RoutingRepository } from "./RoutingRepository.js"
 
 const Amount = Schema.NumberFromString
@@ -55,6 +56,7 @@ const ClaimRow = Schema.Struct({
   intent_id: IntentId,
   kind: Schema.Literal("submit", "cancel", "sync"),
   claims: Schema.Number,
+  version: Schema.Number,
   context: Schema.NullOr(ContextRow)
 })
 
@@ -98,22 +100,33 @@ export const make = Effect.gen(function*() {
 
   const enqueue = transitions.enqueue
 
-  /** Deletes a job unless it was enqueued again (or claimed by another worker) meanwhile. */
-  const finishJob = (job: Job) =>
-    sql`DELETE FROM routing_jobs WHERE intent_id = ${job.intentId} AND kind = ${job.kind}
-        AND claims = ${job.claims} AND locked_until IS NOT NULL`
+  /**
+   * A job's end, as common table expressions: deleted if this worker still holds it (no other claim
+   * since) and it was not enqueued again meanwhile; if it was, handed back (and the workers woken)
+   * to run again.
+   */
+  const finishJob = (job: Job) => {
+    const held = sql`intent_id = ${job.intentId} AND kind = ${job.kind} AND claims = ${job.claims} AND locked_until IS NOT NULL`
+    return sql`job_done AS (
+        DELETE FROM routing_jobs WHERE ${held} AND version = ${job.version}
+      ), job_again AS (
+        UPDATE routing_jobs SET locked_until = NULL WHERE ${held} AND version <> ${job.version}
+        RETURNING pg_notify(${ROUTING_CHANNEL}, kind)
+      )`
+  }
 
-  /** A transition no broker answer caused (giving up, a cancel before submission). */
+  /** A transition no broker order caused (giving up, a cancel before submission), and the job's end. */
   const withoutOrder = (
     intentId: IntentId,
     decide: (state: RoutingState, reason: string) => Transition,
     reason: string,
+    done: Job | undefined,
     span: string
   ) =>
     transact(
       Effect.gen(function*() {
         const transition = decide(yield* lockState(intentId), reason)
-        yield* applyTransition(intentId, transition, yield* now)
+        yield* applyTransition(intentId, transition, yield* now, done === undefined ? undefined : finishJob(done))
         return transition
       }),
       span
@@ -132,9 +145,9 @@ export const make = Effect.gen(function*() {
                   ORDER BY run_at LIMIT ${limit}
                   FOR UPDATE SKIP LOCKED) due
             WHERE j.intent_id = due.intent_id AND j.kind = due.kind
-            RETURNING j.intent_id, j.kind, j.claims
+            RETURNING j.intent_id, j.kind, j.claims, j.version
           )
-          SELECT c.intent_id, c.kind, c.claims,
+          SELECT c.intent_id, c.kind, c.claims, c.version,
                  CASE WHEN i.id IS NULL THEN NULL ELSE ${sql.literal(contextObject)} END AS context
           FROM claimed c
           LEFT JOIN intents i ON i.id = c.intent_id
@@ -143,6 +156,7 @@ export const make = Effect.gen(function*() {
           intentId: row.intent_id,
           kind: row.kind,
           claims: row.claims,
+          version: row.version,
           context: Option.map(Option.fromNullable(row.context), toContext)
         }))
       }).pipe(Effect.orDie, Effect.withSpan("RoutingRepository.claim")),
@@ -215,15 +229,18 @@ export const make = Effect.gen(function*() {
         "RoutingRepository.record"
       ),
 
-    fail: (intentId, reason) => withoutOrder(intentId, applyFailure, reason, "RoutingRepository.fail"),
+    fail: (intentId, reason, done) => withoutOrder(intentId, applyFailure, reason, done, "RoutingRepository.fail"),
 
-    cancelLocally: (intentId, reason) =>
-      withoutOrder(intentId, applyLocalCancel, reason, "RoutingRepository.cancelLocally"),
+    cancelLocally: (intentId, reason, done) =>
+      withoutOrder(intentId, applyLocalCancel, reason, done, "RoutingRepository.cancelLocally"),
 
-    finish: (job) => finishJob(job).pipe(Effect.asVoid, Effect.orDie, Effect.withSpan("RoutingRepository.finish")),
+    finish: (job) =>
+      sql`WITH ${finishJob(job)} SELECT 1`.pipe(Effect.asVoid, Effect.orDie, Effect.withSpan("RoutingRepository.finish")),
 
     reschedule: (job, runAt) =>
-      sql`UPDATE routing_jobs SET run_at = ${DateTime.toDate(runAt)}, locked_until = NULL
+      sql`UPDATE routing_jobs SET locked_until = NULL,
+            run_at = CASE WHEN version = ${job.version} THEN ${DateTime.toDate(runAt)}
+                          ELSE LEAST(run_at, ${DateTime.toDate(runAt)}) END
           WHERE intent_id = ${job.intentId} AND kind = ${job.kind} AND claims = ${job.claims}`.pipe(
         Effect.asVoid,
         Effect.orDie,
