@@ -10,6 +10,7 @@ import {
   IntentNotCancelableResponse,
   IntentNotFoundResponse,
   QuotaExceededResponse,
+  UnavailableResponse,
   UnprocessableResponse
 } from "./ApiErrors.js"
 import { ApiKeyAuth } from "./Security.js"
@@ -52,6 +53,7 @@ export class IntentsApi extends HttpApiGroup.make("intents")
       .addError(BrokerNotFoundResponse)
       .addError(DuplicateIntentResponse)
       .addError(QuotaExceededResponse)
+      .addError(UnavailableResponse)
       .annotate(OpenApi.Summary, "Create a Trade Intent")
   )
   .add(

@@ -8,12 +8,15 @@ import { CurrentPrincipal } from "../api/Security.js"
 import type { DuplicateIntent } from "../domain/Intent.js"
 import { Intents } from "../services/intents/Intents.js"
 
-/** A 409 points at the intent that already holds the intent_id. */
-const locateExisting = (error: { readonly _tag: string } | DuplicateIntent) =>
+const setHeader = (name: string, value: string) =>
+  HttpApp.appendPreResponseHandler((_, response) => Effect.succeed(HttpServerResponse.setHeader(response, name, value)))
+
+/** A 409 points at the intent that already holds the intent_id; a 503 says when to retry. */
+const creationHeaders = (error: { readonly _tag: string } | DuplicateIntent) =>
   "existing" in error && error._tag === "DuplicateIntent" && error.existing !== undefined
-    ? HttpApp.appendPreResponseHandler((_, response) =>
-      Effect.succeed(HttpServerResponse.setHeader(response, "location", `/api/v1/intents/${error.existing}`))
-    )
+    ? setHeader("location", `/api/v1/intents/${error.existing}`)
+    : error._tag === "Unavailable"
+    ? setHeader("retry-after", "1")
     : Effect.void
 
 export const IntentsHttpLive = HttpApiBuilder.group(Api, "intents", (handlers) =>
@@ -26,7 +29,7 @@ export const IntentsHttpLive = HttpApiBuilder.group(Api, "intents", (handlers) =
             userId: principal.user.id,
             mode: principal.mode,
             intentsPerMonth: principal.user.intents_per_month
-          }, payload)).pipe(Effect.tapError(locateExisting)))
+          }, payload)).pipe(Effect.tapError(creationHeaders)))
       .handle("getIntent", ({ path }) =>
         Effect.flatMap(CurrentPrincipal, (principal) => intents.get(principal.owner, path.id)))
       .handle("getIntentByExternalId", ({ path }) =>

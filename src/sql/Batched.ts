@@ -4,11 +4,16 @@ import * as Exit from "effect/Exit"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 
-export interface BatchedOptions {
+export interface BatchedOptions<F> {
   /** The most calls one batch takes. */
   readonly maxBatch: number
   /** Batches in flight at once; calls that arrive meanwhile gather into the next one. */
   readonly concurrency: number
+  /**
+   * Bounds the calls waiting for a batch (while the batches in flight are slow): beyond `capacity`,
+   * a call fails at once with `error()` instead of waiting. Unbounded unless set.
+   */
+  readonly whenFull?: { readonly capacity: number; readonly error: () => F } | undefined
 }
 
 interface Call<I, A, E> {
@@ -22,12 +27,13 @@ interface Call<I, A, E> {
  * batch is done. If `run` itself fails, every call of its batch fails with that cause. The batching
  * fibers live as long as the scope.
  */
-export const make = <I, A, E>(
+export const make = <I, A, E, F = never>(
   run: (inputs: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<Exit.Exit<A, E>>>,
-  options: BatchedOptions
-): Effect.Effect<(input: I) => Effect.Effect<A, E>, never, Scope.Scope> =>
+  options: BatchedOptions<F>
+): Effect.Effect<(input: I) => Effect.Effect<A, E | F>, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const pending = yield* Queue.unbounded<Call<I, A, E>>()
+    const full = options.whenFull
+    const pending = yield* (full === undefined ? Queue.unbounded<Call<I, A, E>>() : Queue.dropping<Call<I, A, E>>(full.capacity))
     const permits = yield* Effect.makeSemaphore(options.concurrency)
 
     const serve = (calls: ReadonlyArray<Call<I, A, E>>) =>
@@ -54,7 +60,8 @@ export const make = <I, A, E>(
       Effect.forkScoped
     )
 
-    return (input: I) =>
+    return (input: I): Effect.Effect<A, E | F> =>
       Effect.flatMap(Deferred.make<A, E>(), (result) =>
-        Effect.zipRight(Queue.offer(pending, { input, result }), Deferred.await(result)))
+        Effect.flatMap(Queue.offer(pending, { input, result }), (queued): Effect.Effect<A, E | F> =>
+          queued || full === undefined ? Deferred.await(result) : Effect.fail(full.error())))
   })

@@ -155,6 +155,33 @@ for (const [name, backend] of backends) {
           expect(inLive.intent_id).toBe("same")
         }))
 
+      it.effect("item 4: a creation retried after its commit's acknowledgement was lost answers as the original, not 409", () =>
+        Effect.gen(function*() {
+          const intents = yield* IntentRepository
+          const { liveBroker, testBroker, user } = yield* seedUser
+          const now = yield* DateTime.now
+          // The same creation (same id) tried again, as the one-by-one retry of a batch whose
+          // commit went through but whose answer was lost does; batched and quota paths alike.
+          const batched = newIntent({ userId: user.id, mode: "test" }, testBroker.id)
+          const first = yield* intents.create(batched, { now, quota: undefined, eventId: eventId() })
+          const retried = yield* intents.create(batched, { now, quota: undefined, eventId: eventId() })
+          expect(retried).toMatchObject({ id: first.id, intent_id: batched.intent_id, status: "pending" })
+          const counted = newIntent({ userId: user.id, mode: "live" }, liveBroker.id)
+          const withQuota = yield* intents.create(counted, { now, quota: quota(1), eventId: eventId() })
+          expect((yield* intents.create(counted, { now, quota: quota(1), eventId: eventId() })).id).toBe(withQuota.id)
+          // Another creation of the same intent_id is still a duplicate, naming the first.
+          const other = yield* Effect.flip(
+            intents.create({ ...batched, id: newIntent({ userId: user.id, mode: "test" }, testBroker.id).id }, {
+              now,
+              quota: undefined,
+              eventId: eventId()
+            })
+          )
+          expect(other).toMatchObject({ _tag: "DuplicateIntent", existing: first.id })
+          const listed = yield* intents.list({ userId: user.id, mode: "test" }, { page: 1, pageSize: 10 })
+          expect(listed.total).toBe(1)
+        }))
+
       it.effect("twenty concurrent creations with one intent_id yield one intent", () =>
         Effect.gen(function*() {
           const intents = yield* IntentRepository

@@ -44,6 +44,7 @@ export const make = Effect.gen(function*() {
       Ref.modify(state, (s): [Effect.Effect<TradeIntent, DuplicateIntent | QuotaExceeded>, State] => {
         const owner = { userId: input.user_id, mode: input.mode }
         const existing = s.intents.find((x) => owns(owner)(x) && x.intent.intent_id === input.intent_id)
+        if (existing?.intent.id === input.id) return [Effect.succeed(existing.intent), s]
         if (existing) return [Effect.fail(new DuplicateIntent({ existing: existing.intent.id })), s]
         const usageKey = `${input.user_id}/${quota?.period}`
         const used = s.usage.get(usageKey) ?? 0

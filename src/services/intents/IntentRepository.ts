@@ -3,6 +3,7 @@ import type * as DateTime from "effect/DateTime"
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import type { QuotaExceeded } from "../../domain/Auth.js"
+import type { Unavailable } from "../../domain/Errors.js"
 import type { Owner } from "../../domain/Ids.js"
 import type {
   DuplicateIntent,
@@ -34,12 +35,14 @@ export class IntentRepository extends Context.Tag("IntentRepository")<IntentRepo
   /**
    * Inserts a pending intent. Idempotency rests on the unique (user, mode, intent_id); the quota
    * is counted in the same transaction, after the duplicate check, so neither can be overshot.
-   * The routing job and the `intent.created` event are written in that transaction too.
+   * The routing job and the `intent.created` event are written in that transaction too. A retry
+   * of a creation that did commit (same id) answers with the intent, not a duplicate. While the
+   * database is too slow to keep up, a creation is refused at once (`Unavailable`).
    */
   readonly create: (
     intent: NewIntent,
     options: { readonly now: DateTime.Utc; readonly quota: Quota | undefined; readonly eventId: string }
-  ) => Effect.Effect<TradeIntent, DuplicateIntent | QuotaExceeded>
+  ) => Effect.Effect<TradeIntent, DuplicateIntent | QuotaExceeded | Unavailable>
   readonly findById: (owner: Owner, id: string) => Effect.Effect<Option.Option<TradeIntent>>
   readonly findByExternalId: (owner: Owner, intentId: string) => Effect.Effect<Option.Option<TradeIntent>>
   /**

@@ -6,6 +6,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { QuotaExceeded } from "../../domain/Auth.js"
+import { Unavailable } from "../../domain/Errors.js"
 import type { Owner } from "../../domain/Ids.js"
 import * as Batched from "../../sql/Batched.js"
 import { IntentId } from "../../domain/Ids.js"
@@ -37,7 +38,18 @@ interface Creation {
 
 const CountRows = Schema.Array(Schema.Struct({ total: Schema.NumberFromString }))
 
-export const make = Effect.gen(function*() {
+export interface Options {
+  /**
+   * Creations that may wait for a batch while the database is slow; beyond, a creation is refused
+   * at once with 503 (nothing written) instead of queueing without bound.
+   */
+  readonly creationQueue?: number | undefined
+}
+
+/** The default bound of the creation queue: a few batches' worth. */
+export const CREATION_QUEUE = 1_000
+
+export const make = (options: Options = {}) => Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const intent = sql.literal(`${intentObject} AS intent`)
 
@@ -73,10 +85,16 @@ export const make = Effect.gen(function*() {
         SELECT id, 'submit', ${at}, ${at} FROM created
       ), ${eventTables(sql, sql`created i`, { id: sql`${eventId}`, type: "intent.created", at: sql`${at}` })}
       SELECT id, pg_notify(${ROUTING_CHANNEL}, 'submit'), ${sql.literal(DELIVERIES_DUE)} FROM created`
+    // The intent_id is taken. If by this very intent (its id is ours), an earlier try committed and
+    // only its acknowledgement was lost: answer as that try would have.
     const duplicate = sql<{ id: TradeIntent["id"] }>`
       SELECT id FROM intents
       WHERE user_id = ${input.user_id} AND mode = ${input.mode} AND intent_id = ${input.intent_id}`.pipe(
-      Effect.flatMap((existing) => new DuplicateIntent({ existing: existing[0]?.id }))
+      Effect.flatMap(([existing]) =>
+        existing?.id === input.id
+          ? Effect.succeed(intentCreated(input, now))
+          : new DuplicateIntent({ existing: existing?.id })
+      )
     )
     const written = Effect.gen(function*() {
       const inserted = yield* insert
@@ -105,7 +123,8 @@ export const make = Effect.gen(function*() {
    * Creations without a quota that arrive together, in one statement and one commit: each is
    * answered after that commit, with its intent or, when its intent_id was taken (by an earlier
    * intent or an earlier creation of the same batch), the intent that holds it. Should the batch
-   * fail as a whole, each creation is tried alone, so that one bad creation fails no other.
+   * fail as a whole, each creation is tried alone, so that one bad creation fails no other; one whose
+   * batch did commit (only the answer was lost) finds its own intent and answers as the batch would have.
    */
   const createBatch = (creations: ReadonlyArray<Creation & { readonly input: NewIntent }>) =>
     Effect.gen(function*() {
@@ -144,17 +163,25 @@ export const make = Effect.gen(function*() {
         SELECT id, user_id || '/' || mode || '/' || intent_id AS key FROM intents
         WHERE ${sql.or(taken.map(({ input }) => sql`(user_id = ${input.user_id} AND mode = ${input.mode} AND intent_id = ${input.intent_id})`))}`
       const holderOf = new Map(holders.map((row) => [row.key, row.id]))
-      return creations.map(({ input, now }): Exit.Exit<TradeIntent, DuplicateIntent> =>
-        createdIds.has(input.id)
+      return creations.map(({ input, now }): Exit.Exit<TradeIntent, DuplicateIntent> => {
+        const holder = holderOf.get(`${input.user_id}/${input.mode}/${input.intent_id}`)
+        return createdIds.has(input.id) || holder === input.id
           ? Exit.succeed(intentCreated(input, now))
-          : Exit.fail(new DuplicateIntent({ existing: holderOf.get(`${input.user_id}/${input.mode}/${input.intent_id}`) }))
-      )
+          : Exit.fail(new DuplicateIntent({ existing: holder }))
+      })
     }).pipe(
       Effect.catchTag("SqlError", () =>
         Effect.forEach(creations, (creation) => Effect.exit(createOne(creation.input, creation)), { concurrency: 4 }))
     )
 
-  const createBatched = yield* Batched.make(createBatch, { maxBatch: 200, concurrency: 2 })
+  const createBatched = yield* Batched.make(createBatch, {
+    maxBatch: 200,
+    concurrency: 2,
+    whenFull: {
+      capacity: options.creationQueue ?? CREATION_QUEUE,
+      error: () => new Unavailable({ detail: "Too many creations are waiting for the database; retry shortly" })
+    }
+  })
 
   return IntentRepository.of({
     create: (input, options) => options.quota === undefined ? createBatched({ input, ...options }) : createOne(input, options),
@@ -187,16 +214,22 @@ export const make = Effect.gen(function*() {
         const transitions = SqlTransitions.make(sql, Effect.succeed(eventId))
         yield* sql`UPDATE intents SET cancel_requested_at = ${at} WHERE id = ${intentId}`
         if (!intent.has_order) {
-          // Nothing reached the broker unless a worker holds the submission: take it back.
+          // A submission never claimed cannot have reached the broker: take it back and cancel here.
+          // Once claimed, it may have: its job decides with the broker's answer, so bring it forward.
           const taken = yield* sql`DELETE FROM routing_jobs
-                                   WHERE intent_id = ${intentId} AND kind = 'submit'
-                                   AND (locked_until IS NULL OR locked_until < ${at})
+                                   WHERE intent_id = ${intentId} AND kind = 'submit' AND claims = 0
                                    RETURNING intent_id`
           if (taken.length > 0) {
             const state = yield* transitions.lockState(intentId)
             yield* transitions.apply(intentId, applyLocalCancel(state, "Canceled by the client before submission"), at)
             return "canceled" as const
           }
+          yield* sql`WITH due AS (
+                       UPDATE routing_jobs SET run_at = LEAST(run_at, ${at})
+                       WHERE intent_id = ${intentId} AND kind = 'submit'
+                     )
+                     SELECT pg_notify(${ROUTING_CHANNEL}, 'submit')`
+          return "requested" as const
         }
         yield* transitions.enqueue(intentId, "cancel", at, at)
         return "requested" as const
@@ -228,4 +261,6 @@ export const make = Effect.gen(function*() {
 })
 
 /** The repository on the `SqlClient` in context: PostgreSQL or embedded PGlite alike. */
-export const layer = Layer.scoped(IntentRepository, make)
+export const layerWith = (options: Options) => Layer.scoped(IntentRepository, make(options))
+
+export const layer = layerWith({})
