@@ -1,7 +1,9 @@
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
@@ -42,7 +44,8 @@ const DRAIN_TIMEOUT = Duration.seconds(10)
 /**
  * Runs jobs from a database queue until the scope closes: woken by `LISTEN` when a commit adds work,
  * otherwise asleep until the next job is due; leases renewed while jobs run; on shutdown, claims
- * nothing more and lets jobs in flight finish for a while, handing back those cut short.
+ * nothing more, stops renewing, and lets jobs in flight finish for at most 10 seconds, handing back
+ * those cut short.
  */
 export const run = <Job>(options: JobLoopOptions<Job>) =>
   Effect.gen(function*() {
@@ -106,20 +109,31 @@ export const run = <Job>(options: JobLoopOptions<Job>) =>
       Effect.repeat(Schedule.spaced("1 second")),
       Effect.forkScoped
     )
-    yield* Effect.forkScoped(Effect.forever(tick))
-    yield* Ref.get(claimed).pipe(
+    const ticking = yield* Effect.forkScoped(Effect.forever(tick))
+    const renewing = yield* Ref.get(claimed).pipe(
       Effect.flatMap((jobs) => queue.extend([...jobs], lease)),
       Effect.catchAllCause((cause) => Effect.logWarning(`could not renew ${options.name} leases`, cause)),
       Effect.repeat(Schedule.spaced(Duration.divide(lease, 3).pipe(Option.getOrElse(() => lease)))),
       Effect.forkScoped
     )
+    // Shutdown: claim nothing more and stop renewing leases (so that another instance can take over
+    // whatever is cut short), let the jobs in flight finish for at most DRAIN_TIMEOUT, then
+    // interrupt the rest, each handing its job back. Finalizers are uninterruptible, so the wait is
+    // bounded by a deadline, not by a timeout (which would wait for an interruption that never comes).
     yield* Effect.addFinalizer(() =>
-      Effect.zipRight(
-        Ref.set(stopping, true),
-        inFlight.pipe(
-          Effect.repeat({ until: (n) => n === 0, schedule: Schedule.spaced("20 millis") }),
-          Effect.timeoutOption(DRAIN_TIMEOUT)
+      Effect.gen(function*() {
+        yield* Ref.set(stopping, true)
+        yield* Fiber.interrupt(ticking)
+        yield* Fiber.interrupt(renewing)
+        const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(DRAIN_TIMEOUT)
+        const drained = Effect.map(
+          Effect.zip(inFlight, Clock.currentTimeMillis),
+          ([jobs, now]) => jobs === 0 || now >= deadline
         )
-      )
+        yield* drained.pipe(Effect.repeat({ until: (done) => done, schedule: Schedule.spaced("20 millis") }))
+        const left = yield* inFlight
+        if (left > 0) yield* Effect.logWarning(`${options.name}: handing back ${left} unfinished job(s) at shutdown`)
+        yield* FiberSet.clear(fibers)
+      })
     )
   })
