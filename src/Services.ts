@@ -39,6 +39,8 @@ export interface ServiceOptions {
   readonly rateLimits?: RateLimitStore | undefined
   /** Failed authentications per client address and minute before 429s; 20 unless set. */
   readonly authFailuresPerMinute?: number | undefined
+  /** Creations that may wait for the database before 503s; 1,000 unless set. */
+  readonly creationQueue?: number | undefined
 }
 
 const rateLimiter = (store: RateLimitStore | undefined) => {
@@ -56,7 +58,7 @@ const rateLimiter = (store: RateLimitStore | undefined) => {
 /** The ports' real implementations, on the `SqlClient` in context. */
 export const ports = (options: ServiceOptions) =>
   Layer.mergeAll(
-    SqlIntentRepository.layer,
+    SqlIntentRepository.layerWith({ creationQueue: options.creationQueue }),
     SqlAccountRepository.layer,
     SqlRoutingRepository.layer,
     SqlWebhookRepository.layer,
