@@ -35,6 +35,7 @@ export const layer = (baseUrl: string) =>
         "First run: created a demo user with a test API key and a mock broker connection.",
         `  API key (shown only now): ${key}`,
         `  broker_id:                ${broker.id}`,
+        `  user id:                  ${user.id}`,
         "",
         "Create a Trade Intent:",
         `  curl -s -X POST ${baseUrl}/api/v1/intents \\`,

@@ -16,7 +16,7 @@ import { send } from "../support/TestServer.js"
 const secret = "ab".repeat(32)
 
 layer(TestServer.layer(Database.migrated(Database.pglite(undefined))), { timeout: 60_000, excludeTestServices: true })(
-  "the README's receivers",
+  "the documented receivers",
   (it) => {
     it.scoped("the node:http receiver gets a market intent's two events from the service, each once", () =>
       Effect.gen(function*() {
@@ -79,8 +79,8 @@ it.effect("the Effect receiver answers 204 to a genuine delivery with a decoded 
     expect(received).toHaveLength(1)
   }).pipe(Effect.scoped))
 
-it("the README shows both receivers exactly as they are tested", () => {
-  const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8")
+it("the webhooks guide shows both receivers exactly as they are tested", () => {
+  const readme = readFileSync(new URL("../../docs/webhooks.md", import.meta.url), "utf8")
   for (const file of ["receiver-node.ts", "receiver-effect.ts"]) {
     expect(readme).toContain(readFileSync(new URL(`../../examples/${file}`, import.meta.url), "utf8").trim())
   }
