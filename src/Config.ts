@@ -15,7 +15,7 @@ const logLevels: Record<string, LogLevel.LogLevel> = {
   none: LogLevel.None
 }
 
-/** The service's configuration (DESIGN.md section 2); each Layer reads the part it needs. */
+/** The service's configuration, from the environment; each Layer reads the part it needs. */
 export const AppConfig = {
   port: Config.port("PORT").pipe(Config.withDefault(8080)),
   host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),

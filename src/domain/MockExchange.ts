@@ -4,7 +4,7 @@ import type { OrderSpec, OrderStatus } from "./Intent.js"
 /** The mock broker's price for every symbol. */
 export const REFERENCE_PRICE = 100
 
-/** What the mock broker does with an order, decided once at submission (DESIGN.md section 6). */
+/** What the mock broker does with an order, decided once at submission (price 100 for every symbol; the symbols REJECT, PARTIAL, FAIL and HOLD reach the other outcomes). */
 export type MockOutcome =
   | { readonly _tag: "Unreachable" }
   | { readonly _tag: "Rejected"; readonly reason: string }

@@ -40,7 +40,7 @@ const legal: Record<IntentStatus, ReadonlySet<IntentStatus>> = {
   failed: new Set()
 }
 
-/** Whether DESIGN.md's state diagram has the edge `from → to`. */
+/** Whether the intent state diagram has the edge `from → to` (`legal` above). */
 export const isLegal = (from: IntentStatus, to: IntentStatus) => legal[from].has(to)
 
 export const isFinal = (status: IntentStatus) => finalStatuses.has(status)

@@ -5,7 +5,7 @@ import { type Reply, send } from "../support/TestServer.js"
 import { waitFor } from "../support/Waiting.js"
 import { servers } from "./Backends.js"
 
-/** The exact error body DESIGN.md fixes, with `request_id` equal to the `X-Request-Id` header. */
+/** The exact error body of the error table, with `request_id` equal to the `X-Request-Id` header. */
 const expectError = (reply: Reply, status: number, error_code: string, detail: string | RegExp) => {
   expect(reply.status).toBe(status)
   expect(Object.keys(reply.body as object).sort()).toEqual(
@@ -204,7 +204,7 @@ for (const [name, server] of servers) {
           )
         }))
 
-      it.effect("422: SPEC.md's rules and the prices' own, in SPEC.md's wording", () =>
+      it.effect("422: the order rules and the prices' own, in the documented wording", () =>
         Effect.gen(function*() {
           const { mockId, testKey } = yield* signUp()
           const order = (o: Record<string, unknown>) => post(testKey, marketOrder(mockId, o))

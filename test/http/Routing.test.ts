@@ -22,7 +22,7 @@ for (const [name, server] of servers) {
 
     const fillsOf = (intent: IntentBody) => intent.orders.flatMap((o) => o.fills.map((f) => [f.quantity, f.price]))
 
-    describe("DESIGN.md section 6, case by case", () => {
+    describe("the mock broker's cases, one by one", () => {
       it.effect("market: one fill of the whole quantity at 100, filled", () =>
         Effect.gen(function*() {
           const { intent } = yield* route({ quantity: 7 })

@@ -51,11 +51,11 @@ export const receiver = (responder: Responder = () => 200) =>
     })))
   ).pipe(Effect.map(({ receiver }) => receiver))
 
-/** SPEC.md's signature, computed here with `node:crypto` alone, independently of the service's code. */
+/** The webhook signature, computed here with `node:crypto` alone, independently of the service's code. */
 export const expectedSignature = (secret: string, timestamp: string, body: string) =>
   `v1=${Crypto.createHmac("sha256", Buffer.from(secret, "hex")).update(`${timestamp}.${body}`).digest("hex")}`
 
-/** Whether a received request is signed with `secret` as SPEC.md says, and its event id matches the body. */
+/** Whether a received request is signed with `secret` as the webhook scheme says, and its event id matches the body. */
 export const isGenuine = (request: Received, secret: string) => {
   const timestamp = String(request.headers["sr-timestamp"])
   const body = JSON.parse(request.body) as { readonly id: string }

@@ -32,7 +32,7 @@ const toOrder = (row: typeof Row.Type, now: DateTime.Utc): BrokerOrder => ({
 const columns = "client_order_id, broker_order_id, time_in_force, status, reason, filled_quantity::text, placed_at"
 
 /**
- * The deterministic mock broker of DESIGN.md section 6. Its book lives in the database, keyed by
+ * The deterministic mock broker of test mode. Its book lives in the database, keyed by
  * client order id: submissions are idempotent, survive restarts, and are shared by every instance.
  * Time (the end of a day order's day) is read from Effect's `Clock`.
  */

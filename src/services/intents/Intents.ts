@@ -29,7 +29,7 @@ export class Intents extends Effect.Service<Intents>()("Intents", {
     const accounts = yield* AccountRepository
     const ids = yield* Ids
 
-    /** DESIGN.md's order after the body: rules (422), broker (404/403), duplicate (409), quota (429). */
+    /** The order of checks after the body: rules (422), broker (404/403), duplicate (409), quota (429). */
     const create = Effect.fn("Intents.create")(function*(creator: Creator, payload: CreateIntentPayload) {
       const order = yield* validateOrder(payload)
       const broker = yield* accounts.findBroker(creator.userId, payload.broker_id).pipe(

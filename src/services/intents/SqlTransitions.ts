@@ -40,7 +40,7 @@ export const WEBHOOK_CHANNEL = "webhook_deliveries"
  * The common table expressions `event` and `deliveries`: for each row of `source` (a FROM clause in
  * which `i` has the intents table's columns: the table itself, or the rows an INSERT or UPDATE of
  * the same statement returns), an event whose `data` is the intent as a GET would show it now
- * (DESIGN.md section 7), and one delivery for each enabled endpoint of the intent's user and mode
+ * (the event envelope's `data`), and one delivery for each enabled endpoint of the intent's user and mode
  * that subscribes to its type.
  */
 export const eventTables = (

@@ -5,7 +5,7 @@ import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import { sign } from "../../domain/WebhookSignature.js"
 
-/** Signs a delivery as SPEC.md says, at the current time of Effect's `Clock`. */
+/** Signs a delivery (`v1=` HMAC-SHA256 of `<timestamp>.<body>`) at the current time of Effect's `Clock`. */
 export class WebhookSigner extends Context.Tag("WebhookSigner")<WebhookSigner, {
   /** `sr-timestamp` (Unix seconds, now) and `sr-signature` (`v1=…`) for this body. */
   readonly sign: (
