@@ -3,6 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
+import { readdirSync } from "node:fs"
 import * as Database from "../../src/sql/Database.js"
 import * as Migrations from "../../src/sql/Migrations.js"
 import * as Postgres from "../support/Postgres.js"
@@ -25,7 +26,8 @@ describe("migrations on PostgreSQL", () => {
           const started = yield* Effect.all([instance, instance, instance], { concurrency: "unbounded", mode: "either" })
           expect(started.filter((result) => result._tag === "Left")).toEqual([])
           const expected = (yield* Migrations.loader).map(([, name]) => name)
-          expect(expected).toHaveLength(6)
+          // Every migration file is in the loader's record, once.
+          expect(expected).toHaveLength(readdirSync(new URL("../../src/sql/migrations", import.meta.url)).length)
           expect(yield* recorded(url)).toEqual(expected)
         }))
       }
