@@ -3,14 +3,14 @@ import { verifyWebhook, type WebhookVerificationError } from "trade-intent-route
 
 // A webhook receiver on Node's own http module. The raw body is verified before it is parsed.
 export const makeReceiver = (secret: string, onEvent: (event: { id: string; type: string; data: unknown }) => void) => {
-  const seen = new Set<string>() // deliveries are at least once: sr-event-id deduplicates
+  const seen = new Set<string>() // deliveries are at least once: the signed event id deduplicates
   return createServer((req, res) => {
     const chunks: Array<Buffer> = []
     req.on("data", (chunk: Buffer) => chunks.push(chunk))
     req.on("end", () => {
       verifyWebhook({ headers: req.headers, body: Buffer.concat(chunks), secret }).then(
         (delivery) => {
-          if (delivery.eventId !== undefined && !seen.has(delivery.eventId)) {
+          if (!seen.has(delivery.eventId)) {
             seen.add(delivery.eventId)
             onEvent(JSON.parse(delivery.body))
           }

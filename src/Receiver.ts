@@ -1,6 +1,6 @@
 /**
  * The receiver's side of webhooks: checks that a delivery comes from the Trade Intent Router and
- * is fresh, exactly as SPEC.md's receiver rules say. Pass the raw body, before any JSON parsing.
+ * is fresh, then reads its event id from the signed body. Pass the raw body, before any JSON parsing.
  */
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as Clock from "effect/Clock"
@@ -9,9 +9,16 @@ import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { TradeIntent } from "./domain/Intent.js"
 import { EventType } from "./domain/Webhook.js"
-import { check, TOLERANCE_SECONDS, WebhookVerificationError } from "./domain/WebhookSignature.js"
+import {
+  check,
+  type InvalidWebhookSecret,
+  secretKey,
+  TOLERANCE_SECONDS,
+  WebhookVerificationError
+} from "./domain/WebhookSignature.js"
 
 export {
+  InvalidWebhookSecret,
   sign,
   TOLERANCE_SECONDS,
   VerificationFailureReason,
@@ -20,7 +27,7 @@ export {
 
 export { EventType } from "./domain/Webhook.js"
 
-/** A delivery's body, DESIGN.md section 7: `data` is the Trade Intent as GET showed it then. */
+/** A delivery's body: `data` is the Trade Intent as GET showed it then. */
 export class WebhookEvent extends Schema.Class<WebhookEvent>("WebhookEvent")({
   id: Schema.String,
   type: EventType,
@@ -46,9 +53,12 @@ export interface VerifyOptions {
   readonly tolerance?: number | undefined
 }
 
-/** A genuine delivery: its event id (for deduplication), when it was signed, and its body. */
+/**
+ * A genuine delivery: its event id (for deduplication: the signed body's `id`, never the unsigned
+ * `sr-event-id` header alone), when it was signed, and its body.
+ */
 export interface VerifiedDelivery {
-  readonly eventId: string | undefined
+  readonly eventId: string
   readonly timestamp: number
   /** The raw body, now safe to `JSON.parse`: `{id, type, created_at, data}`. */
   readonly body: string
@@ -63,23 +73,51 @@ const header = (headers: HeadersLike, name: string): string | undefined => {
   return typeof value === "string" ? value : value?.[0]
 }
 
-const verifyAt = (options: VerifyOptions, nowMillis: number): Either.Either<VerifiedDelivery, WebhookVerificationError> =>
-  check(
-    { signature: header(options.headers, "sr-signature"), timestamp: header(options.headers, "sr-timestamp"), body: options.body },
-    options.secret,
-    Math.floor(nowMillis / 1000),
-    options.tolerance ?? TOLERANCE_SECONDS
-  ).pipe(
-    Either.mapLeft(WebhookVerificationError.of),
-    Either.map((timestamp) => ({
-      eventId: header(options.headers, "sr-event-id"),
-      timestamp,
-      body: typeof options.body === "string" ? options.body : Buffer.from(options.body).toString("utf8")
-    }))
-  )
+/** The `id` of a signed body, when it is a JSON object with a string `id`. */
+const signedId = (body: string): string | undefined => {
+  try {
+    const parsed: unknown = JSON.parse(body)
+    return typeof parsed === "object" && parsed !== null && "id" in parsed && typeof parsed.id === "string"
+      ? parsed.id
+      : undefined
+  } catch {
+    return undefined
+  }
+}
 
-/** Verifies a delivery against Effect's `Clock`; fails with one of SPEC.md's six reasons. */
-export const verify = (options: VerifyOptions): Effect.Effect<VerifiedDelivery, WebhookVerificationError> =>
+/** The event id of a genuine body: its own `id`, which an `sr-event-id` header, when sent, must repeat. */
+const eventIdOf = (body: string, headerId: string | undefined): Either.Either<string, WebhookVerificationError> => {
+  const id = signedId(body)
+  return id !== undefined && (headerId === undefined || headerId === id)
+    ? Either.right(id)
+    : Either.left(WebhookVerificationError.of("event_id_mismatch"))
+}
+
+const verifyAt = (
+  options: VerifyOptions,
+  nowMillis: number
+): Either.Either<VerifiedDelivery, WebhookVerificationError | InvalidWebhookSecret> =>
+  Either.gen(function*() {
+    const key = yield* secretKey(options.secret)
+    const timestamp = yield* check(
+      { signature: header(options.headers, "sr-signature"), timestamp: header(options.headers, "sr-timestamp"), body: options.body },
+      key,
+      Math.floor(nowMillis / 1000),
+      options.tolerance ?? TOLERANCE_SECONDS
+    ).pipe(Either.mapLeft(WebhookVerificationError.of))
+    const body = typeof options.body === "string" ? options.body : Buffer.from(options.body).toString("utf8")
+    const eventId = yield* eventIdOf(body, header(options.headers, "sr-event-id"))
+    return { eventId, timestamp, body }
+  })
+
+/**
+ * Verifies a delivery against Effect's `Clock`. Fails with a `WebhookVerificationError` (the
+ * delivery is not genuine: answer 401) or an `InvalidWebhookSecret` (`secret` is not 64 hex
+ * characters: the receiver is misconfigured).
+ */
+export const verify = (
+  options: VerifyOptions
+): Effect.Effect<VerifiedDelivery, WebhookVerificationError | InvalidWebhookSecret> =>
   Effect.flatMap(Clock.currentTimeMillis, (now) => verifyAt(options, now))
 
 /** Verifies the request being served by an `@effect/platform` HTTP server, reading its raw body. */
@@ -92,7 +130,7 @@ export const verifyRequest = (secret: string, options?: { readonly tolerance?: n
 
 /**
  * For programs that do not use Effect: resolves with the verified delivery, or rejects with a
- * `WebhookVerificationError` whose `reason` is one of SPEC.md's six.
+ * `WebhookVerificationError` (its `reason` says why) or an `InvalidWebhookSecret`.
  */
 export const verifyWebhook = async (options: VerifyOptions): Promise<VerifiedDelivery> =>
   Either.getOrThrowWith(verifyAt(options, Date.now()), (error) => error)

@@ -4,7 +4,7 @@ import * as Either from "effect/Either"
 import * as Redacted from "effect/Redacted"
 import * as TestClock from "effect/TestClock"
 import * as Crypto from "node:crypto"
-import { sign, verify, verifyWebhook, WebhookVerificationError } from "../src/Receiver.js"
+import { InvalidWebhookSecret, sign, verify, verifyWebhook, WebhookVerificationError } from "../src/Receiver.js"
 import { WebhookSigner } from "../src/services/webhooks/WebhookSigner.js"
 
 const secret = "5f".repeat(16) + "a0".repeat(16)
@@ -22,8 +22,8 @@ const headers = (overrides: Record<string, string | undefined> = {}) => ({
   ...overrides
 })
 
-const reasonOf = <A>(result: Either.Either<A, WebhookVerificationError>) =>
-  Either.isLeft(result) ? result.left.reason : "accepted"
+const reasonOf = <A>(result: Either.Either<A, WebhookVerificationError | InvalidWebhookSecret>) =>
+  Either.isLeft(result) ? (result.left._tag === "WebhookVerificationError" ? result.left.reason : result.left._tag) : "accepted"
 
 /** Verifies at `now` (Unix seconds) under `TestClock`. */
 const verifyAt = (now: number, options: { readonly headers: Record<string, string | undefined>; readonly body?: string }) =>
@@ -96,4 +96,38 @@ describe("the receiver's verifier", () => {
     expect(refused).toBeInstanceOf(WebhookVerificationError)
     expect(refused).toMatchObject({ reason: "invalid_signature_format" })
   })
+})
+
+describe("hardening", () => {
+  it.effect("item 16: the event id is the signed body's id; an sr-event-id header that differs is refused", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(T * 1000)
+      const { "sr-event-id": _, ...withoutId } = headers()
+      expect(yield* verify({ headers: withoutId, body, secret })).toEqual({ eventId: "evt_0123", timestamp: T, body })
+      // The header is not signed: one that names another event must not pass as that event.
+      const forged = yield* Effect.flip(verify({ headers: headers({ "sr-event-id": "evt_9999" }), body, secret }))
+      expect(forged).toBeInstanceOf(WebhookVerificationError)
+      expect(forged).toMatchObject({ reason: "event_id_mismatch" })
+      // A genuinely signed body without a string id has no event id to deduplicate on.
+      const noId = JSON.stringify({ type: "intent.filled" })
+      const signedNoId = { "sr-signature": vector(T, noId), "sr-timestamp": String(T) }
+      expect(yield* verifyAt(T, { headers: signedNoId, body: noId })).toBe("event_id_mismatch")
+      // The body's own checks come first: a forged body is a signature_mismatch, whatever its id.
+      expect(yield* verifyAt(T, { headers: headers({ "sr-event-id": "evt_9999" }), body: body.replace("0123", "9999") }))
+        .toBe("signature_mismatch")
+    }))
+
+  it.effect("item 16: a secret that is not 64 hex characters is a typed InvalidWebhookSecret, never a thrown TypeError", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(T * 1000)
+      for (const bad of ["not-hex", "abc", "ab".repeat(16), "zz".repeat(32), ""]) {
+        const error = yield* Effect.flip(verify({ headers: headers(), body, secret: bad }))
+        expect(error).toBeInstanceOf(InvalidWebhookSecret)
+        expect(error._tag).toBe("InvalidWebhookSecret")
+      }
+      const now = Math.floor(Date.now() / 1000)
+      const fresh = { "sr-signature": vector(now, body), "sr-timestamp": String(now) }
+      const rejected = yield* Effect.promise(() => verifyWebhook({ headers: fresh, body, secret: "xyz" }).catch((e: unknown) => e))
+      expect(rejected).toBeInstanceOf(InvalidWebhookSecret)
+    }))
 })

@@ -2,7 +2,7 @@ import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
-import { rule } from "../domain/Errors.js"
+import { MAX_INT4, rule } from "../domain/Errors.js"
 import { ApiKey, ApiKeyScope, BrokerKind, Tier, User } from "../domain/Account.js"
 import { BrokerId, Mode } from "../domain/Ids.js"
 import { Delivery, EventType, WebhookEndpoint } from "../domain/Webhook.js"
@@ -19,7 +19,10 @@ import { AdminAuth } from "./Security.js"
 const Name = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)).annotations(
   rule("must be a string of 1 to 200 characters")
 )
-const PositiveInt = Schema.Int.pipe(Schema.positive()).annotations(rule("must be a positive integer"))
+/** A count stored in an `integer` column: from 1 to 2147483647. */
+const PositiveInt = Schema.Int.pipe(Schema.between(1, MAX_INT4)).annotations(
+  rule(`must be an integer from 1 to ${MAX_INT4}`)
+)
 const strict = { parseOptions: { onExcessProperty: "error" } } as const
 
 export const CreateUserPayload = Schema.Struct({

@@ -2,7 +2,7 @@ import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
-import { rule } from "../domain/Errors.js"
+import { MAX_INT4, NulFreeString, rule } from "../domain/Errors.js"
 import { CreateIntentPayload, IntentStatus, TradeIntent } from "../domain/Intent.js"
 import {
   BrokerNotFoundResponse,
@@ -15,10 +15,15 @@ import {
 } from "./ApiErrors.js"
 import { ApiKeyAuth } from "./Security.js"
 
-
-const PageNumber = Schema.NumberFromString.pipe(Schema.int(), Schema.greaterThanOrEqualTo(1)).annotations(
-  rule("must be an integer of at least 1")
-)
+/** A page number: an integer of at least 1, and at most what an int4 holds (no offset overflows). */
+const PageNumber = Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, MAX_INT4)).annotations({
+  message: (issue) => ({
+    message: Number(issue.actual) > MAX_INT4
+      ? `must be at most ${MAX_INT4}`
+      : "must be an integer of at least 1",
+    override: true
+  })
+})
 const PageSize = Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 100)).annotations(
   rule("must be an integer from 1 to 100")
 )
@@ -27,8 +32,8 @@ export const ListIntentsParams = Schema.Struct({
   page: Schema.optionalWith(PageNumber, { default: () => 1 }),
   page_size: Schema.optionalWith(PageSize, { default: () => 20 }),
   status: Schema.optional(IntentStatus),
-  symbol: Schema.optional(Schema.String),
-  broker_id: Schema.optional(Schema.String)
+  symbol: Schema.optional(NulFreeString),
+  broker_id: Schema.optional(NulFreeString)
 })
 export type ListIntentsParams = typeof ListIntentsParams.Type
 

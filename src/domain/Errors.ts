@@ -25,3 +25,11 @@ export class InternalError extends Schema.TaggedError<InternalError>()("Internal
 export class Unavailable extends Schema.TaggedError<Unavailable>()("Unavailable", {
   detail: detail("Service unavailable")
 }) {}
+
+/** The largest value an `integer` (int4) column holds: a larger integer is a 400, never a 500. */
+export const MAX_INT4 = 2_147_483_647
+
+/** A string without a NUL character, which no PostgreSQL text column can hold. */
+export const NulFreeString = Schema.String.pipe(Schema.filter((s) => !s.includes("\u0000"))).annotations(
+  rule("must not contain a NUL character")
+)

@@ -122,6 +122,10 @@ export interface NewIntent extends OrderSpec {
 const MAX_DECIMALS = 9
 const MAX_AMOUNT = 1e15
 
+/**
+ * Decimal places of the shortest decimal form of `n`. For a request body these are the digits
+ * sent: a number that a double would not hold exactly is refused (400) before the rules run.
+ */
 const decimalPlaces = (n: number): number => {
   const [mantissa, exponent] = n.toString().split("e")
   const fraction = mantissa?.split(".")[1]?.length ?? 0

@@ -1,18 +1,24 @@
 import * as Either from "effect/Either"
+import { identity } from "effect/Function"
 import * as Schema from "effect/Schema"
 import * as Crypto from "node:crypto"
 
-/** How far a signature's timestamp may be from the receiver's clock, either way (SPEC.md, Limits). */
+/** How far a signature's timestamp may be from the receiver's clock, either way. */
 export const TOLERANCE_SECONDS = 300
 
-/** The six reasons a receiver refuses a delivery (SPEC.md, Receiver verification rules). */
+/**
+ * Why a receiver refuses a delivery: the six rules on the signature headers, in their order, then
+ * `event_id_mismatch`: the signed body has no string `id`, or an `sr-event-id` header names
+ * another (the header is not signed; only the body's `id` can be trusted).
+ */
 export const VerificationFailureReason = Schema.Literal(
   "missing_signature",
   "missing_timestamp",
   "invalid_timestamp",
   "timestamp_expired",
   "invalid_signature_format",
-  "signature_mismatch"
+  "signature_mismatch",
+  "event_id_mismatch"
 )
 export type VerificationFailureReason = typeof VerificationFailureReason.Type
 
@@ -22,7 +28,8 @@ const messages: Record<VerificationFailureReason, string> = {
   invalid_timestamp: "The sr-timestamp header is not an integer",
   timestamp_expired: `The sr-timestamp is more than ${TOLERANCE_SECONDS} seconds from now`,
   invalid_signature_format: "The sr-signature header does not start with v1=",
-  signature_mismatch: "The signature does not match the body"
+  signature_mismatch: "The signature does not match the body",
+  event_id_mismatch: "The signed body has no id, or the sr-event-id header differs from it"
 }
 
 /** A delivery that fails verification: answer it with 401 and do not process it. */
@@ -35,14 +42,26 @@ export class WebhookVerificationError extends Schema.TaggedError<WebhookVerifica
   }
 }
 
-const secretKey = (secret: string): Buffer => {
-  if (!/^(?:[0-9a-fA-F]{2})+$/.test(secret)) throw new TypeError("The webhook secret must be hex (64 characters)")
-  return Buffer.from(secret, "hex")
-}
+/** The receiver was given a secret that is not an endpoint's: 64 hex characters. A setup error, not a bad delivery. */
+export class InvalidWebhookSecret extends Schema.TaggedError<InvalidWebhookSecret>()("InvalidWebhookSecret", {
+  message: Schema.String
+}) {}
 
-/** `v1=` and the lowercase hex HMAC-SHA256, keyed by the hex-decoded secret, of `<timestamp>.<body>`. */
+/** The key a secret stands for: its 32 hex-decoded bytes. */
+export const secretKey = (secret: string): Either.Either<Buffer, InvalidWebhookSecret> =>
+  /^[0-9a-fA-F]{64}$/.test(secret)
+    ? Either.right(Buffer.from(secret, "hex"))
+    : Either.left(new InvalidWebhookSecret({ message: "The webhook secret must be 64 hex characters" }))
+
+const hmac = (key: Buffer, timestamp: number | string, body: string | Uint8Array): string =>
+  `v1=${Crypto.createHmac("sha256", key).update(`${timestamp}.`).update(body).digest("hex")}`
+
+/**
+ * `v1=` and the lowercase hex HMAC-SHA256, keyed by the hex-decoded secret, of `<timestamp>.<body>`.
+ * Throws `InvalidWebhookSecret` when `secret` is not 64 hex characters.
+ */
 export const sign = (secret: string, timestamp: number | string, body: string | Uint8Array): string =>
-  `v1=${Crypto.createHmac("sha256", secretKey(secret)).update(`${timestamp}.`).update(body).digest("hex")}`
+  hmac(Either.getOrThrowWith(secretKey(secret), identity), timestamp, body)
 
 /** What a receiver reads off a delivery: the two headers (absent: undefined) and the raw body. */
 export interface SignedDelivery {
@@ -52,12 +71,12 @@ export interface SignedDelivery {
 }
 
 /**
- * SPEC.md's receiver rules, in their order, at `nowSeconds`: the timestamp, when the delivery is
- * genuine; otherwise the first reason it is not. Signatures are compared in constant time.
+ * The receiver rules on the signature, in their order, at `nowSeconds`: the timestamp, when the
+ * delivery is genuine; otherwise the first reason it is not. Signatures are compared in constant time.
  */
 export const check = (
   delivery: SignedDelivery,
-  secret: string,
+  key: Buffer,
   nowSeconds: number,
   tolerance: number = TOLERANCE_SECONDS
 ): Either.Either<number, VerificationFailureReason> => {
@@ -68,7 +87,7 @@ export const check = (
   const timestamp = Number(text)
   if (Math.abs(nowSeconds - timestamp) > tolerance) return Either.left("timestamp_expired")
   if (!delivery.signature.startsWith("v1=")) return Either.left("invalid_signature_format")
-  const expected = Buffer.from(sign(secret, text, delivery.body))
+  const expected = Buffer.from(hmac(key, text, delivery.body))
   const given = Buffer.from(delivery.signature.trim())
   return given.length === expected.length && Crypto.timingSafeEqual(given, expected)
     ? Either.right(timestamp)

@@ -1,6 +1,7 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import { RequestError, RouteNotFound } from "@effect/platform/HttpServerError"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -9,6 +10,8 @@ import { Api } from "../api/Api.js"
 import { edgeErrors } from "../api/ApiErrors.js"
 import { ValidationError } from "../domain/Errors.js"
 import { isDatabaseUnavailable } from "../sql/Availability.js"
+import * as BoundedRequest from "./BoundedRequest.js"
+import { MAX_BODY_BYTES } from "./Edge.js"
 import { errorResponse } from "./ErrorResponse.js"
 
 type Issue = HttpApiDecodeError["issues"][number]
@@ -27,36 +30,62 @@ export const describeIssue = (issue: Issue | undefined): string => {
   }
 }
 
+/** Whether a URL's path (not its query) holds a NUL, `%00` once decoded. */
+export const hasNulInPath = (url: string): boolean => {
+  const path = url.split("?")[0] ?? ""
+  try {
+    return decodeURIComponent(path).includes("\u0000")
+  } catch {
+    return /%00/i.test(path)
+  }
+}
+
 /**
  * Every failure that is not one of the handlers' typed errors becomes the error body: decode
- * failures and malformed JSON a 400, unknown routes a 404, a database that cannot be reached a
- * 503 with `Retry-After`, anything unexpected a 500 that leaks nothing (the cause is logged,
- * never sent).
+ * failures, malformed or refused JSON a 400, a body over the limit a 413, unknown routes a 404, a
+ * database that cannot be reached a 503 with `Retry-After`, anything unexpected a 500 that leaks
+ * nothing (the cause is logged, never sent). A path holding a NUL names nothing: a 404 like an
+ * unknown id, answered before the route runs, so no key check or query ever sees the NUL. The
+ * routes read the body through `BoundedRequest`: at most `MAX_BODY_BYTES` of it, as strict JSON.
  */
 export const layer = HttpApiBuilder.middleware(Api, (app) =>
-  Effect.catchAllCause(app, (cause) => {
-    const failure = Cause.failureOption(cause)
-    if (Option.isSome(failure)) {
-      const error: unknown = failure.value
-      if (error instanceof HttpApiDecodeError) {
-        return Effect.fail(new ValidationError({ detail: describeIssue(error.issues[0]) }))
+  Effect.catchAllCause(
+    Effect.flatMap(
+      HttpServerRequest.HttpServerRequest,
+      (request) =>
+        hasNulInPath(request.url)
+          ? errorResponse(edgeErrors.notFound)
+          : Effect.flatMap(
+            BoundedRequest.make(request, MAX_BODY_BYTES),
+            (bounded) => Effect.provideService(app, HttpServerRequest.HttpServerRequest, bounded)
+          )
+    ),
+    (cause) => {
+      const failure = Cause.failureOption(cause)
+      if (Option.isSome(failure)) {
+        const error: unknown = failure.value
+        if (error instanceof HttpApiDecodeError) {
+          return Effect.fail(new ValidationError({ detail: describeIssue(error.issues[0]) }))
+        }
+        if (error instanceof RouteNotFound) return errorResponse(edgeErrors.notFound)
+        return Effect.failCause(cause)
       }
-      if (error instanceof RouteNotFound) return errorResponse(edgeErrors.notFound)
-      return Effect.failCause(cause)
-    }
-    const defect = Cause.dieOption(cause)
-    if (Option.isNone(defect)) return Effect.failCause(cause)
-    if (defect.value instanceof RequestError && defect.value.reason === "Decode") {
-      return Effect.fail(new ValidationError({ detail: "Request body must be valid JSON" }))
-    }
-    if (isDatabaseUnavailable(defect.value)) {
+      const defect = Cause.dieOption(cause)
+      if (Option.isNone(defect)) return Effect.failCause(cause)
+      if (defect.value instanceof RequestError && defect.value.reason === "Decode") {
+        const refused = BoundedRequest.refusal(defect.value)
+        if (refused?._tag === "BodyTooLarge") return errorResponse(edgeErrors.payloadTooLarge)
+        return Effect.fail(new ValidationError({ detail: refused?.detail ?? "Request body must be valid JSON" }))
+      }
+      if (isDatabaseUnavailable(defect.value)) {
+        return Effect.zipRight(
+          Effect.logWarning("database unavailable", cause),
+          Effect.map(errorResponse(edgeErrors.unavailable), HttpServerResponse.setHeader("retry-after", "1"))
+        )
+      }
       return Effect.zipRight(
-        Effect.logWarning("database unavailable", cause),
-        Effect.map(errorResponse(edgeErrors.unavailable), HttpServerResponse.setHeader("retry-after", "1"))
+        Effect.logError("unexpected failure", cause),
+        errorResponse(edgeErrors.internal)
       )
     }
-    return Effect.zipRight(
-      Effect.logError("unexpected failure", cause),
-      errorResponse(edgeErrors.internal)
-    )
-  }))
+  ))

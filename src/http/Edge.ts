@@ -11,7 +11,10 @@ import { CurrentRequestId } from "../api/RequestId.js"
 import { Ids } from "../services/Ids.js"
 import { errorResponse } from "./ErrorResponse.js"
 
-/** Request bodies larger than this are refused with 413 before anything reads them. */
+/**
+ * Request bodies larger than this are refused with 413: before anything reads them when
+ * `Content-Length` says so, once read to their end otherwise (a chunked body).
+ */
 export const MAX_BODY_BYTES = 64 * 1024
 
 const hasBody = (headers: Readonly<Record<string, string | undefined>>) =>

@@ -19,6 +19,8 @@ import { identity } from "effect/Function"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
 
 /** Options for {@link make} and {@link layer}. */
 export interface PgLiteOptions {
@@ -42,6 +44,24 @@ export interface PgLiteSqlClient extends SqlClient.SqlClient {
   readonly notify: (channel: string, payload: string) => Effect.Effect<void, SqlError>
 }
 
+/**
+ * Creates `dataDir` for its owner alone (mode 0700), and tightens an existing one that is empty or
+ * holds a database already (`PG_VERSION`): PGlite writes its files world-writable, so the folder is
+ * what keeps other users out. A folder holding anything else is the operator's and is left as is.
+ */
+const ownerOnlyFolder = (dataDir: string) =>
+  Effect.try({
+    try: () => {
+      if (!Fs.existsSync(dataDir)) {
+        Fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+        Fs.chmodSync(dataDir, 0o700)
+      } else if (Fs.readdirSync(dataDir).length === 0 || Fs.existsSync(Path.join(dataDir, "PG_VERSION"))) {
+        Fs.chmodSync(dataDir, 0o700)
+      }
+    },
+    catch: (cause) => new SqlError({ cause, message: `PgLite: cannot prepare the data folder ${dataDir}` })
+  })
+
 /** Service tag for the PGlite-backed client. */
 export class PgLiteClient extends Context.Tag("app/PgLiteClient")<PgLiteClient, PgLiteSqlClient>() {}
 
@@ -55,6 +75,7 @@ export class PgLiteClient extends Context.Tag("app/PgLiteClient")<PgLiteClient, 
 export const make = (options: PgLiteOptions): Effect.Effect<PgLiteSqlClient, SqlError, Scope.Scope> =>
   Effect.gen(function*() {
     const lock = yield* Effect.makeSemaphore(1)
+    if (options.dataDir !== undefined) yield* ownerOnlyFolder(options.dataDir)
     const db = yield* Effect.acquireRelease(
       Effect.tryPromise({
         try: () =>

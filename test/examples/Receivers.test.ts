@@ -65,7 +65,7 @@ it.effect("the Effect receiver answers 204 to a genuine delivery with a decoded 
       Effect.promise(() =>
         handler(new Request("http://receiver.test/hooks", {
           method: "POST",
-          headers: { "sr-signature": sign(secret, timestamp, body), "sr-timestamp": String(timestamp), "sr-event-id": "evt_1" },
+          headers: { "sr-signature": sign(secret, timestamp, body), "sr-timestamp": String(timestamp), "sr-event-id": "evt_00000000000000000000000000000001" },
           body
         }))
       )
