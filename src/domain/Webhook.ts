@@ -3,7 +3,7 @@ import * as Schema from "effect/Schema"
 import { detail } from "./Errors.js"
 import { DeliveryId, Mode, UserId, WebhookEndpointId } from "./Ids.js"
 
-/** Every state change of an intent is one event of one of these types (DESIGN.md section 7). */
+/** Every state change of an intent is one event of one of these types. */
 export const EventType = Schema.Literal(
   "intent.created",
   "intent.partially_filled",
@@ -66,7 +66,7 @@ export class WebhookEndpointDisabled extends Schema.TaggedError<WebhookEndpointD
 
 /**
  * The rules a URL must meet before any address is looked up: http(s), no credentials, and for live
- * mode https only (DESIGN.md section 7). Returns the URL, or the reason it is refused.
+ * mode https only. Returns the URL, or the reason it is refused.
  */
 export const checkEndpointUrl = (text: string, mode: Mode): Either.Either<URL, string> => {
   let url: URL
@@ -97,30 +97,59 @@ const isPublicIpv4 = ([a = 0, b = 0, c = 0]: ReadonlyArray<number>): boolean =>
     (a === 172 && b >= 16 && b <= 31) ||
     (a === 192 && b === 168) ||
     (a === 192 && b === 0 && (c === 0 || c === 2)) || // IETF protocol assignments, TEST-NET-1
+    (a === 192 && b === 88 && c === 99) || // 6to4 relay anycast: forwards into whatever IPv6 it carries
     (a === 198 && (b === 18 || b === 19)) || // benchmarking
     (a === 198 && b === 51 && c === 100) || // TEST-NET-2
     (a === 203 && b === 0 && c === 113) // TEST-NET-3
   )
 
+/** The eight 16-bit groups of an IPv6 address (`::` expanded, a dotted IPv4 tail converted), or undefined. */
+const ipv6Groups = (address: string): ReadonlyArray<number> | undefined => {
+  let text = address
+  const tail = /^(.*:)(\d+\.\d+\.\d+\.\d+)$/.exec(text)
+  if (tail?.[1] !== undefined && tail[2] !== undefined) {
+    const v4 = ipv4Parts(tail[2])
+    if (v4 === undefined) return undefined
+    const [a = 0, b = 0, c = 0, d = 0] = v4
+    text = `${tail[1]}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`
+  }
+  const halves = text.split("::")
+  if (halves.length > 2) return undefined
+  const parse = (half: string | undefined) => (half === undefined || half === "" ? [] : half.split(":"))
+  const head = parse(halves[0])
+  const rest = parse(halves[1])
+  const missing = 8 - head.length - rest.length
+  if (halves.length === 1 ? missing !== 0 : missing < 1) return undefined
+  const groups = [...head, ...Array.from({ length: halves.length === 1 ? 0 : missing }, () => "0"), ...rest]
+  if (!groups.every((group) => /^[0-9a-f]{1,4}$/.test(group))) return undefined
+  return groups.map((group) => Number.parseInt(group, 16))
+}
+
 /**
  * Whether an IP address (as `dns.lookup` prints it) is reachable on the public internet: not
- * loopback, private, link-local, shared, multicast or reserved, for IPv4 and IPv6 (with IPv4-mapped
- * addresses judged as IPv4).
+ * loopback, private, link-local, shared, multicast or reserved, for IPv4 and IPv6 (IPv4-mapped
+ * addresses judged as IPv4). Transition prefixes that lead into IPv4 or onto another network
+ * (NAT64, 6to4, Teredo) are refused whatever they embed, as are site-local and discard-only ones.
  */
 export const isPublicAddress = (address: string): boolean => {
   const v4 = ipv4Parts(address)
   if (v4 !== undefined) return isPublicIpv4(v4)
-  const lower = address.toLowerCase().replace(/^\[|\]$/g, "")
-  if (!lower.includes(":")) return false
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(lower)
-  if (mapped?.[1] !== undefined) return isPublicAddress(mapped[1])
-  if (lower === "::" || lower === "::1") return false
-  const first = Number.parseInt(lower.split(":")[0] || "0", 16)
+  const groups = ipv6Groups(address.toLowerCase().replace(/^\[|\]$/g, "").replace(/%.*$/, ""))
+  if (groups === undefined) return false
+  const [g0 = 0, g1 = 0, g2 = 0, g3 = 0, g4 = 0, g5 = 0, g6 = 0, g7 = 0] = groups
+  if (g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0xffff) {
+    return isPublicIpv4([g6 >> 8, g6 & 0xff, g7 >> 8, g7 & 0xff]) // IPv4-mapped
+  }
   return !(
-    (first & 0xfe00) === 0xfc00 || // unique local
-    (first & 0xffc0) === 0xfe80 || // link-local
-    (first & 0xff00) === 0xff00 || // multicast
-    first === 0 || // IPv4-compatible and other reserved
-    lower.startsWith("2001:db8:") // documentation
+    g0 === 0 || // unspecified, loopback, IPv4-compatible and other reserved
+    (g0 === 0x64 && g1 === 0xff9b) || // NAT64, well-known (64:ff9b::/96) and local-use (64:ff9b:1::/48)
+    (g0 === 0x100 && g1 === 0 && g2 === 0 && g3 === 0) || // discard-only
+    (g0 === 0x2001 && g1 === 0) || // Teredo
+    (g0 === 0x2001 && g1 === 0xdb8) || // documentation
+    g0 === 0x2002 || // 6to4
+    (g0 & 0xfe00) === 0xfc00 || // unique local
+    (g0 & 0xffc0) === 0xfe80 || // link-local
+    (g0 & 0xffc0) === 0xfec0 || // site-local
+    (g0 & 0xff00) === 0xff00 // multicast
   )
 }

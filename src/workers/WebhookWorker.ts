@@ -1,15 +1,23 @@
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import * as Undici from "@effect/platform-node/Undici"
 import * as HttpClient from "@effect/platform/HttpClient"
+import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as HashSet from "effect/HashSet"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
+import * as Stream from "effect/Stream"
+import * as Net from "node:net"
+import { isPublicAddress } from "../domain/Webhook.js"
 import { WEBHOOK_CHANNEL } from "../services/intents/SqlTransitions.js"
-import { requirePublic } from "../services/webhooks/PublicAddress.js"
+import * as PublicAddress from "../services/webhooks/PublicAddress.js"
 import { type AttemptResult, type DueDelivery, WebhookRepository } from "../services/webhooks/WebhookRepository.js"
 import { WebhookSigner } from "../services/webhooks/WebhookSigner.js"
 import * as JobLoop from "./JobLoop.js"
@@ -25,9 +33,71 @@ export interface WebhookOptions {
   readonly pollInterval?: Duration.DurationInput | undefined
   /** How long a claim holds without renewal: a crashed worker's deliveries are claimed again after it. */
   readonly lease?: Duration.DurationInput | undefined
+  /** Resolves the hosts of live endpoints; the system resolver unless set. */
+  readonly resolve?: PublicAddress.Resolve | undefined
+  /** The addresses live deliveries may connect to; public addresses unless set. */
+  readonly allowAddress?: PublicAddress.AddressPolicy | undefined
 }
 
 const USER_AGENT = "trade-intent-router-webhooks/1"
+
+/** The most of a receiver's answer that is read: the rest is never downloaded, the connection dropped. */
+export const MAX_ANSWER_BYTES = 4096
+/** The longest excerpt of an unsuccessful answer kept in the delivery history. */
+export const EXCERPT_CHARS = 256
+
+/**
+ * The start of an answer's body as one line of at most `EXCERPT_CHARS` characters, reading at most
+ * `MAX_ANSWER_BYTES`; the response's stream aborts the request when it is left early.
+ */
+const excerpt = <E>(body: Stream.Stream<Uint8Array, E>) =>
+  body.pipe(
+    Stream.runFoldWhile(
+      { chunks: Chunk.empty<Uint8Array>(), size: 0 },
+      (read) => read.size < MAX_ANSWER_BYTES,
+      (read, bytes) => {
+        const kept = bytes.slice(0, MAX_ANSWER_BYTES - read.size)
+        return { chunks: Chunk.append(read.chunks, kept), size: read.size + kept.length }
+      }
+    ),
+    Effect.map((read) =>
+      new TextDecoder().decode(Buffer.concat(Chunk.toReadonlyArray(read.chunks))).replace(/\s+/g, " ").trim()
+        .slice(0, EXCERPT_CHARS)
+    ),
+    Effect.orElseSucceed(() => "")
+  )
+
+interface ErrorDetails {
+  readonly code?: unknown
+  readonly message?: unknown
+  readonly cause?: unknown
+  readonly errors?: unknown
+}
+
+const details = (value: unknown): ErrorDetails => (typeof value === "object" && value !== null ? value : {})
+
+/**
+ * Why a request got no answer, as the transport said it (`ECONNREFUSED`, a TLS or timeout code, …),
+ * naming the URL's origin only: a URL's path and query may hold a secret, and `HttpClientError`'s
+ * own message carries the whole URL.
+ */
+export const transportFailure = (url: URL, error: HttpClientError.HttpClientError): string => {
+  const causes: Array<ErrorDetails> = []
+  for (let cause: unknown = error.cause; cause !== undefined && causes.length < 4;) {
+    const current = details(cause)
+    causes.push(current)
+    cause = current.cause ?? (Array.isArray(current.errors) ? current.errors[0] : undefined)
+  }
+  const code = causes.map((cause) => cause.code).find((code) => typeof code === "string")
+  const secrets = [url.href, `${url.pathname}${url.search}`, url.search, url.pathname === "/" ? "" : url.pathname]
+    .filter((part) => part !== "")
+  const message = causes.map((cause) => cause.message).find((text): text is string => typeof text === "string" && text !== "")
+  const safe = message !== undefined && !secrets.some((secret) => message.includes(secret))
+    ? message.slice(0, EXCERPT_CHARS)
+    : undefined
+  const reason = [code, safe].filter((part) => part !== undefined).join(": ")
+  return `POST to ${url.origin} failed: ${reason === "" ? error.reason : reason}`
+}
 
 type Answer = Pick<AttemptResult, "statusCode" | "error">
 
@@ -35,17 +105,38 @@ export const make = (options: WebhookOptions) =>
   Effect.gen(function*() {
     const repository = yield* WebhookRepository
     const signer = yield* WebhookSigner
-    // Redirects are never followed: a 3xx counts as a failed answer, like every other non-2xx.
-    const client = yield* HttpClient.HttpClient
+    // Redirects are never followed: a 3xx counts as a failed answer, like every other non-2xx. No
+    // client span: its attributes hold the full URL, whose path or query may be a secret (and no
+    // trace context goes out to receivers).
+    const untraced = (client: HttpClient.HttpClient) => HttpClient.withTracerDisabledWhen(client, () => true)
+    const client = untraced(yield* HttpClient.HttpClient)
+    // Live deliveries connect only to the addresses checked in the same lookup (no second resolution).
+    const allowAddress = options.allowAddress ?? isPublicAddress
+    const live = untraced(NodeHttpClient.makeUndici(
+      yield* Effect.acquireRelease(
+        Effect.sync(() =>
+          new Undici.Agent({ connect: { lookup: PublicAddress.checkedLookup({ resolve: options.resolve, allow: allowAddress }) } })
+        ),
+        (agent) => Effect.promise(() => agent.destroy())
+      )
+    ))
     const timeout = Duration.decode(options.timeout ?? "10 seconds")
     const schedule = retrySchedule(options.retryDelays)
 
-    /** One signed POST; whatever happens becomes a status code or an error text, never a failure. */
-    const post = (delivery: DueDelivery): Effect.Effect<Answer> =>
-      Effect.gen(function*() {
-        if (delivery.mode === "live") yield* requirePublic(new URL(delivery.url))
+    /**
+     * One signed POST; whatever happens becomes a status code or an error text, never a failure. Of
+     * the answer, only its status and an excerpt are read.
+     */
+    const post = (delivery: DueDelivery): Effect.Effect<Answer> => {
+      const url = new URL(delivery.url)
+      return Effect.gen(function*() {
+        const started = yield* Clock.currentTimeMillis
+        const host = url.hostname.replace(/^\[|\]$/g, "")
+        if (delivery.mode === "live" && Net.isIP(host) !== 0 && !allowAddress(host)) {
+          return { statusCode: null, error: `POST to ${url.origin} refused: ${host} is not a public address` }
+        }
         const { signature, timestamp } = yield* signer.sign(delivery.secret, delivery.body)
-        const request = HttpClientRequest.post(delivery.url).pipe(
+        const request = HttpClientRequest.post(url).pipe(
           HttpClientRequest.setHeaders({
             "sr-signature": signature,
             "sr-timestamp": String(timestamp),
@@ -54,13 +145,21 @@ export const make = (options: WebhookOptions) =>
           }),
           HttpClientRequest.bodyText(delivery.body, "application/json")
         )
-        const response = yield* client.execute(request).pipe(Effect.mapError((error) => error.message))
-        yield* Effect.ignore(response.arrayBuffer)
-        return { statusCode: response.status, error: null }
-      }).pipe(
-        Effect.timeoutFail({ duration: timeout, onTimeout: () => `No answer within ${Duration.format(timeout)}` }),
-        Effect.catchAll((error) => Effect.succeed({ statusCode: null, error }))
-      )
+        const noAnswer = `No answer within ${Duration.format(timeout)} from ${url.origin}`
+        const response = yield* (delivery.mode === "live" ? live : client).execute(request).pipe(
+          Effect.mapError((error) => transportFailure(url, error)),
+          Effect.timeoutFail({ duration: timeout, onTimeout: () => noAnswer })
+        )
+        const left = Duration.millis(Math.max(0, Duration.toMillis(timeout) - ((yield* Clock.currentTimeMillis) - started)))
+        const body = yield* excerpt(response.stream).pipe(Effect.timeoutTo({
+          duration: left,
+          onSuccess: (text) => text,
+          onTimeout: () => ""
+        }))
+        const succeeded = response.status >= 200 && response.status < 300
+        return { statusCode: response.status, error: succeeded || body === "" ? null : `answered: ${body}` }
+      }).pipe(Effect.catchAll((error) => Effect.succeed({ statusCode: null, error })))
+    }
 
     const next = (delivery: DueDelivery, answer: Answer, at: DateTime.Utc) =>
       Effect.gen(function*(): Effect.fn.Return<AttemptResult["next"]> {
@@ -74,10 +173,19 @@ export const make = (options: WebhookOptions) =>
         })
       })
 
+    // Endpoints that just answered 410 while the disabling is being recorded: a delivery to one of
+    // them claimed meanwhile is not sent, but handed back (the disabling fails it).
+    const disabling = yield* Ref.make(HashSet.empty<DueDelivery["endpointId"]>())
+
     const process = (delivery: DueDelivery) =>
       Effect.gen(function*() {
+        if (HashSet.has(yield* Ref.get(disabling), delivery.endpointId)) {
+          return yield* repository.release(delivery, DateTime.addDuration(yield* DateTime.now, Duration.seconds(1)))
+        }
         const started = yield* Clock.currentTimeMillis
         const answer = yield* post(delivery)
+        const gone = answer.statusCode === 410
+        if (gone) yield* Ref.update(disabling, HashSet.add(delivery.endpointId))
         const durationMs = (yield* Clock.currentTimeMillis) - started
         const at = yield* DateTime.now
         const result: AttemptResult = { at, durationMs, ...answer, next: yield* next(delivery, answer, at) }
@@ -86,7 +194,9 @@ export const make = (options: WebhookOptions) =>
             Effect.annotateLogs({ status_code: answer.statusCode, error: answer.error, next: result.next._tag })
           )
         }
-        yield* repository.complete(delivery, result)
+        yield* repository.complete(delivery, result).pipe(
+          Effect.ensuring(gone ? Ref.update(disabling, HashSet.remove(delivery.endpointId)) : Effect.void)
+        )
       }).pipe(
         Effect.withSpan("WebhookWorker.deliver", { attributes: { delivery_id: delivery.id, event_id: delivery.eventId } }),
         Effect.annotateLogs({ delivery_id: delivery.id, event_id: delivery.eventId, endpoint_id: delivery.endpointId })

@@ -14,6 +14,23 @@ describe("webhook URL rules", () => {
     }
   })
 
+  it("item 9: NAT64, 6to4, Teredo, site-local, discard-only and the 6to4 relay are not public addresses", () => {
+    for (const refused of [
+      "64:ff9b::7f00:1", "64:ff9b::127.0.0.1", "64:ff9b::a00:1", "64:ff9b::808:808", "64:ff9b:1::1",
+      "2002:7f00:1::1", "2002:c0a8:101::1", "2002::1",
+      "2001::1", "2001:0:4136:e378:8000:63bf:3fff:fdd2", "2001:0000::abcd",
+      "fec0::1", "feff:ffff::1",
+      "100::", "100::1", "100::ffff:ffff:ffff:ffff",
+      "192.88.99.1", "192.88.99.255",
+      "::ffff:7f00:1", "::ffff:a00:1", "0:0:0:0:0:ffff:127.0.0.1", "::127.0.0.1", "fe80::1%eth0", "[::1]",
+      "2001:db8:1::1", "1:2:3:4:5:6:7:8:9", "1::2::3", "12345::1"
+    ]) expect(isPublicAddress(refused), refused).toBe(false)
+    for (const open of [
+      "2001:4860:4860::8888", "2001:1::1", "2003::1", "100:0:0:1::1", "64:ff9a::1", "192.88.98.1", "192.88.100.1",
+      "::ffff:808:808", "[2606:4700:4700::1111]"
+    ]) expect(isPublicAddress(open), open).toBe(true)
+  })
+
   it("live endpoints must be https; no endpoint may carry credentials or another scheme", () => {
     expect(Either.isRight(checkEndpointUrl("http://localhost:3000/hooks", "test"))).toBe(true)
     expect(checkEndpointUrl("http://example.com/hooks", "live")).toEqual(Either.left("url of a live endpoint must be https"))

@@ -50,6 +50,12 @@ const deliveryObject = `json_build_object(
       'duration_ms', a.duration_ms) ORDER BY a.number)
     FROM webhook_attempts a WHERE a.delivery_id = d.id), '[]'::json))`
 
+/**
+ * Deliveries of one endpoint in flight at once, across instances: a slow or unanswering receiver
+ * holds at most this many of the workers' slots, so other endpoints keep their latency.
+ */
+export const MAX_IN_FLIGHT_PER_ENDPOINT = 4
+
 const endpointColumns = "id, user_id, url, mode, events, created_at, disabled_at"
 
 export const make = Effect.gen(function*() {
@@ -94,28 +100,39 @@ export const make = Effect.gen(function*() {
           FROM webhook_deliveries d JOIN events ev ON ev.id = d.event_id WHERE d.id = ${id}`
   })
 
-  /** The attempt and its consequence in one statement: the delivery row and its attempt, only if still claimed. */
+  /**
+   * The attempt and its consequence in one statement: the delivery row and its attempt, only if still
+   * claimed. An attempt that would be retried fails instead once its endpoint is disabled (a 410 to
+   * another delivery while this one was in flight).
+   */
   const record = (delivery: { readonly id: DeliveryId; readonly claims: number }, result: AttemptResult) => {
     const at = DateTime.toDate(result.at)
     const next = result.next
+    const status = next._tag === "succeeded" ? "succeeded" : next._tag === "retry" ? "pending" : "failed"
     return sql<{ endpoint_id: string }>`
       WITH owned AS (
-        UPDATE webhook_deliveries SET
-          attempts = attempts + 1,
+        UPDATE webhook_deliveries d SET
+          attempts = d.attempts + 1,
           last_status_code = ${result.statusCode},
-          status = ${next._tag === "succeeded" ? "succeeded" : next._tag === "retry" ? "pending" : "failed"},
-          failures = failures + ${next._tag === "succeeded" ? 0 : 1},
-          next_attempt_at = ${next._tag === "retry" ? DateTime.toDate(next.at) : null},
+          status = CASE WHEN w.disabled_at IS NULL THEN ${status} ELSE 'failed' END,
+          failures = d.failures + ${next._tag === "succeeded" ? 0 : 1},
+          next_attempt_at = CASE WHEN w.disabled_at IS NULL THEN ${next._tag === "retry" ? DateTime.toDate(next.at) : null}::timestamptz END,
           locked_until = NULL,
           updated_at = ${at}
-        WHERE id = ${delivery.id} AND claims = ${delivery.claims} AND locked_until IS NOT NULL
-        RETURNING id, attempts, endpoint_id
+        FROM webhook_endpoints w
+        WHERE d.id = ${delivery.id} AND d.claims = ${delivery.claims} AND d.locked_until IS NOT NULL AND w.id = d.endpoint_id
+        RETURNING d.id, d.attempts, d.endpoint_id
       ), attempt AS (
         INSERT INTO webhook_attempts (delivery_id, number, attempted_at, status_code, error, duration_ms)
         SELECT id, attempts, ${at}, ${result.statusCode}, ${result.error}, ${Math.round(result.durationMs)} FROM owned
       )
       SELECT endpoint_id FROM owned`
   }
+
+  /** Per endpoint, its deliveries currently held under an unexpired lease, by any instance. */
+  const busy = (at: Date) =>
+    sql`SELECT endpoint_id, count(*) AS n FROM webhook_deliveries
+        WHERE status = 'pending' AND locked_until >= ${at} GROUP BY endpoint_id`
 
   /** After a 410: the endpoint is disabled and its other pending deliveries fail. */
   const disable = (endpointId: string, at: Date) =>
@@ -188,22 +205,45 @@ export const make = Effect.gen(function*() {
       Effect.gen(function*() {
         const at = yield* now
         const until = yield* later(lease)
+        // Per endpoint, only as many as its free in-flight slots, earliest first: ranks are taken in
+        // one order by every instance, so two claiming at once compete for the same rows (SKIP LOCKED)
+        // rather than each taking a full share. Nothing is sent to a disabled endpoint: a delivery
+        // written while its endpoint was being disabled fails here, unsent.
         const rows = yield* sql`
-          WITH due AS (
-            SELECT d.id FROM webhook_deliveries d
+          WITH busy AS (${busy(at)}), orphans AS (
+            SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
+            WHERE w.disabled_at IS NOT NULL AND d.status = 'pending' AND d.next_attempt_at <= ${at}
+              AND (d.locked_until IS NULL OR d.locked_until < ${at})
+            FOR UPDATE OF d SKIP LOCKED
+          ), orphaned AS (
+            UPDATE webhook_deliveries d SET status = 'failed', next_attempt_at = NULL, updated_at = ${at}
+            FROM orphans o WHERE d.id = o.id
+          ), ranked AS (
+            SELECT d.id, d.next_attempt_at, COALESCE(b.n, 0) AS held,
+                   row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS rank
+            FROM webhook_deliveries d
+            JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.disabled_at IS NULL
+            LEFT JOIN busy b ON b.endpoint_id = d.endpoint_id
             WHERE d.status = 'pending' AND d.next_attempt_at <= ${at}
               AND (d.locked_until IS NULL OR d.locked_until < ${at})
-            ORDER BY d.next_attempt_at LIMIT ${limit}
+          ), due AS (
+            SELECT d.id FROM webhook_deliveries d
+            WHERE d.id IN (
+                SELECT id FROM ranked WHERE rank + held <= ${MAX_IN_FLIGHT_PER_ENDPOINT}
+                ORDER BY next_attempt_at, id LIMIT ${limit}
+              )
+              AND d.status = 'pending' AND (d.locked_until IS NULL OR d.locked_until < ${at})
             FOR UPDATE SKIP LOCKED
           ), claimed AS (
             UPDATE webhook_deliveries d SET locked_until = ${until}, claims = d.claims + 1
             FROM due WHERE d.id = due.id
-            RETURNING d.id, d.claims, d.failures, d.endpoint_id, d.event_id
+            RETURNING d.id, d.claims, d.failures, d.endpoint_id, d.event_id, d.next_attempt_at
           )
           SELECT c.id, c.claims, c.failures, c.endpoint_id, w.url, w.mode, w.secret, c.event_id,
                  json_build_object('id', ev.id, 'type', ev.type, 'created_at', ${sql.literal(iso("ev.created_at"))},
                                    'data', ev.data)::text AS body
-          FROM claimed c JOIN webhook_endpoints w ON w.id = c.endpoint_id JOIN events ev ON ev.id = c.event_id`
+          FROM claimed c JOIN webhook_endpoints w ON w.id = c.endpoint_id JOIN events ev ON ev.id = c.event_id
+          ORDER BY c.next_attempt_at, c.id`
         const decoded = yield* Schema.decodeUnknown(Schema.Array(DueRow))(rows)
         return decoded.map((row) => ({
           id: row.id,
@@ -219,8 +259,15 @@ export const make = Effect.gen(function*() {
       }).pipe(Effect.orDie, Effect.withSpan("WebhookRepository.claim")),
 
     nextDue: Effect.gen(function*() {
-      const [row] = yield* sql`SELECT min(GREATEST(next_attempt_at, COALESCE(locked_until, next_attempt_at))) AS due
-                               FROM webhook_deliveries WHERE status = 'pending'`.pipe(
+      const at = yield* now
+      // A leased delivery is due when its lease runs out; another, when due, unless its endpoint has
+      // no free in-flight slot (then one of that endpoint's leases ending comes first anyway). A
+      // disabled endpoint's pending delivery counts: the claim fails it.
+      const [row] = yield* sql`
+        WITH busy AS (${busy(at)})
+        SELECT min(CASE WHEN d.locked_until >= ${at} THEN d.locked_until ELSE d.next_attempt_at END) AS due
+        FROM webhook_deliveries d LEFT JOIN busy b ON b.endpoint_id = d.endpoint_id
+        WHERE d.status = 'pending' AND (d.locked_until >= ${at} OR COALESCE(b.n, 0) < ${MAX_IN_FLIGHT_PER_ENDPOINT})`.pipe(
         Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ due: Schema.NullOr(Timestamp) }))))
       )
       return Option.fromNullable(row?.due)

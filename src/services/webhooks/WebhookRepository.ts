@@ -58,7 +58,11 @@ export class WebhookRepository extends Context.Tag("WebhookRepository")<WebhookR
   readonly findDelivery: (id: DeliveryId) => Effect.Effect<Option.Option<Delivery>>
   /** Makes a delivery due now with a fresh retry schedule, unless its endpoint is disabled. */
   readonly resend: (id: DeliveryId, at: DateTime.Utc) => Effect.Effect<boolean>
-  /** Claims up to `limit` due deliveries for `lease`, skipping those another worker holds. */
+  /**
+   * Claims up to `limit` due deliveries for `lease`, skipping those another worker holds, and no more
+   * of one endpoint than its free in-flight slots (counted across workers). A disabled endpoint's
+   * deliveries are never claimed: one still pending fails.
+   */
   readonly claim: (limit: number, lease: Duration.Duration) => Effect.Effect<ReadonlyArray<DueDelivery>>
   /** When the earliest delivery not held by a live worker is due. */
   readonly nextDue: Effect.Effect<Option.Option<DateTime.Utc>>
