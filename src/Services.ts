@@ -37,7 +37,7 @@ export interface ServiceOptions {
   readonly credentialsKey: Option.Option<Redacted.Redacted<string>>
   /** Database unless set. */
   readonly rateLimits?: RateLimitStore | undefined
-  /** Failed authentications per client address and minute before 429s; 20 unless set. */
+  /** Failed authentications (API keys, admin tokens) per client address and minute before 429s; 20 unless set. */
   readonly authFailuresPerMinute?: number | undefined
   /** Creations that may wait for the database before 503s; 1,000 unless set. */
   readonly creationQueue?: number | undefined
@@ -88,7 +88,7 @@ export const application = (options: ServiceOptions) =>
     Intents.Default,
     Webhooks.Default,
     ApiKeyAuthLive({ authFailuresPerMinute: options.authFailuresPerMinute ?? 20 }),
-    AdminAuthLive(options.adminToken)
+    AdminAuthLive(options.adminToken, { failuresPerMinute: options.authFailuresPerMinute ?? 20 })
   ).pipe(Layer.provideMerge(Operators.Default), Layer.provideMerge(ApiKeyCache.Default))
 
 export interface WorkerOptions {

@@ -27,8 +27,8 @@ export class ApiKeyAuth extends HttpApiMiddleware.Tag<ApiKeyAuth>()("ApiKeyAuth"
   security: { apiKey: HttpApiSecurity.bearer }
 }) {}
 
-/** The operator API's bearer token, `ADMIN_TOKEN`. */
+/** The operator API's bearer token, `ADMIN_TOKEN`; 429 for an address past its wrong tokens. */
 export class AdminAuth extends HttpApiMiddleware.Tag<AdminAuth>()("AdminAuth", {
-  failure: UnauthorizedResponse,
+  failure: Schema.Union(UnauthorizedResponse, RateLimitedResponse),
   security: { adminToken: HttpApiSecurity.bearer }
 }) {}

@@ -18,6 +18,7 @@ import { AccountRepository } from "../services/accounts/AccountRepository.js"
 import { ApiKeyCache } from "../services/accounts/ApiKeyCache.js"
 import { hashApiKey } from "../services/accounts/Operators.js"
 import { RateLimiter } from "../services/RateLimiter.js"
+import * as AuthFailures from "./AuthFailures.js"
 
 /** `Bearer <token>`, read from the raw header: the security decoder accepts any prefix. */
 const bearerToken = (request: HttpServerRequest.HttpServerRequest): string | undefined =>
@@ -42,15 +43,27 @@ const retryAfterHeader = (seconds: number) =>
 const LAST_USED_EVERY_MS = 60_000
 
 export interface ApiKeyAuthOptions {
-  /** Failed authentications allowed per client address and minute, across instances; then 429. */
+  /** Failed authentications allowed per client address and minute, counted per instance; then 429. */
   readonly authFailuresPerMinute: number
 }
 
+/** A failure counted against `address`: 401 while within the limit, then 429 with `Retry-After`. */
+const refuse = (failures: AuthFailures.AuthFailures, address: string, unauthorized: Unauthorized) =>
+  Effect.gen(function*() {
+    const decision = yield* failures.fail(address)
+    if (decision.allowed) return yield* unauthorized
+    yield* retryAfterHeader(decision.retryAfter)
+    return yield* tooManyFailures(decision.retryAfter)
+  })
+
+const clientAddress = (request: HttpServerRequest.HttpServerRequest) =>
+  Option.getOrElse(request.remoteAddress, () => "unknown")
+
 /**
- * Bearer API keys: looked up by hash, refused when revoked or expired, then counted against the
- * key's per-minute limit (headers on every authenticated response) and checked for scope. Failed
- * attempts are counted per client address; past the limit the address gets 429 without its key
- * even being looked up, until the window ends.
+ * Bearer API keys: refused when unknown, revoked or expired, then counted against the key's
+ * per-minute limit (headers on every authenticated response) and checked for scope. Failed
+ * attempts are counted per client address, in memory: past the limit the address's failures get
+ * 429 instead of 401, but a valid key from it is served as ever, since many clients may share it.
  */
 export const ApiKeyAuthLive = (options: ApiKeyAuthOptions) => Layer.scoped(
   ApiKeyAuth,
@@ -58,40 +71,24 @@ export const ApiKeyAuthLive = (options: ApiKeyAuthOptions) => Layer.scoped(
     const accounts = yield* AccountRepository
     const keys = yield* ApiKeyCache
     const limiter = yield* RateLimiter
+    const failures = yield* AuthFailures.make({ perMinute: options.authFailuresPerMinute })
     const touches = yield* FiberSet.make()
-    const lastTouched = yield* Ref.make(new Map<string, number>())
-    /** Addresses over their failure limit, until (Unix seconds) their window ends: no lookups meanwhile. */
-    const blocked = yield* Ref.make(new Map<string, number>())
+    const lastTouched = yield* Ref.make({ map: new Map<string, number>(), swept: 0 })
 
-    const refuseIfBlocked = (address: string, now: DateTime.Utc) =>
-      Effect.gen(function*() {
-        const until = (yield* Ref.get(blocked)).get(address)
-        if (until === undefined) return
-        const seconds = until - Math.floor(DateTime.toEpochMillis(now) / 1000)
-        if (seconds <= 0) {
-          return yield* Ref.update(blocked, (map) => new Map([...map].filter(([blockedAddress]) => blockedAddress !== address)))
-        }
-        yield* retryAfterHeader(seconds)
-        return yield* tooManyFailures(seconds)
-      })
-
-    const failed = (address: string) =>
-      Effect.gen(function*() {
-        const decision = yield* limiter.consume(`auth:${address}`, options.authFailuresPerMinute)
-        if (decision.allowed) return yield* new Unauthorized()
-        yield* Ref.update(blocked, (map) => new Map(map).set(address, decision.reset))
-        yield* retryAfterHeader(decision.retryAfter)
-        return yield* tooManyFailures(decision.retryAfter)
-      })
-
+    // A key's entry is dropped once it is due again: the map holds the keys used in the last minute,
+    // swept at most once a minute, by the first touch after it.
     const touch = (keyId: ApiKeyId, now: DateTime.Utc) =>
       Effect.gen(function*() {
         const at = DateTime.toEpochMillis(now)
-        const due = yield* Ref.modify(lastTouched, (map) => {
-          const last = map.get(keyId)
+        const due = yield* Ref.modify(lastTouched, ({ map, swept }) => {
+          const current = at - swept < LAST_USED_EVERY_MS
+            ? map
+            : new Map([...map].filter(([, last]) => at - last < LAST_USED_EVERY_MS))
+          const next = { map: current, swept: current === map ? swept : at }
+          const last = current.get(keyId)
           return last !== undefined && at - last < LAST_USED_EVERY_MS
-            ? [false, map]
-            : [true, new Map(map).set(keyId, at)]
+            ? [false, next]
+            : [true, { ...next, map: new Map(current).set(keyId, at) }]
         })
         if (due) yield* FiberSet.run(touches, accounts.touchApiKey(keyId, now))
       })
@@ -100,17 +97,15 @@ export const ApiKeyAuthLive = (options: ApiKeyAuthOptions) => Layer.scoped(
       apiKey: () =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
-          const address = Option.getOrElse(request.remoteAddress, () => "unknown")
           const now = yield* DateTime.now
-          yield* refuseIfBlocked(address, now)
           const token = bearerToken(request)
-          if (token === undefined || apiKeyMode(token) === undefined) return yield* failed(address)
-          const found = yield* keys.lookup(hashApiKey(token))
-          if (Option.isNone(found)) return yield* failed(address)
-          const { key, user } = found.value
-          if (key.revoked_at !== null || (key.expires_at !== null && !DateTime.lessThan(now, key.expires_at))) {
-            return yield* failed(address)
-          }
+          const found = token === undefined || apiKeyMode(token) === undefined
+            ? Option.none()
+            : yield* keys.lookup(hashApiKey(token))
+          const valid = Option.filter(found, ({ key }) =>
+            key.revoked_at === null && (key.expires_at === null || DateTime.lessThan(now, key.expires_at)))
+          if (Option.isNone(valid)) return yield* refuse(failures, clientAddress(request), new Unauthorized())
+          const { key, user } = valid.value
           const decision = yield* limiter.consume(`key:${key.id}`, user.requests_per_minute)
           yield* rateLimitHeaders(decision)
           if (!decision.allowed) return yield* RateLimited.of(decision.retryAfter)
@@ -131,21 +126,32 @@ export const ApiKeyAuthLive = (options: ApiKeyAuthOptions) => Layer.scoped(
 
 const digest = (value: string) => Crypto.createHash("sha256").update(value).digest()
 
-/** The operator API: `Bearer $ADMIN_TOKEN`, compared in constant time; without a token it is closed. */
-export const AdminAuthLive = (adminToken: Option.Option<Redacted.Redacted<string>>) =>
-  Layer.succeed(
+export interface AdminAuthOptions {
+  /** Wrong tokens allowed per client address and minute, counted per instance; then 429. */
+  readonly failuresPerMinute: number
+}
+
+/**
+ * The operator API: `Bearer $ADMIN_TOKEN`, compared in constant time; without a token it is closed.
+ * Wrong tokens are counted per client address (429 past the limit); the right one always passes.
+ */
+export const AdminAuthLive = (adminToken: Option.Option<Redacted.Redacted<string>>, options: AdminAuthOptions) =>
+  Layer.scoped(
     AdminAuth,
-    AdminAuth.of({
-      adminToken: () =>
-        Effect.gen(function*() {
-          const request = yield* HttpServerRequest.HttpServerRequest
-          if (Option.isNone(adminToken)) {
-            return yield* new Unauthorized({ detail: "The operator API is disabled: set ADMIN_TOKEN to enable it" })
-          }
-          const token = bearerToken(request)
-          if (token === undefined || !Crypto.timingSafeEqual(digest(token), digest(Redacted.value(adminToken.value)))) {
-            return yield* new Unauthorized({ detail: "Invalid admin token" })
-          }
-        })
+    Effect.gen(function*() {
+      const failures = yield* AuthFailures.make({ perMinute: options.failuresPerMinute })
+      return AdminAuth.of({
+        adminToken: () =>
+          Effect.gen(function*() {
+            const request = yield* HttpServerRequest.HttpServerRequest
+            if (Option.isNone(adminToken)) {
+              return yield* new Unauthorized({ detail: "The operator API is disabled: set ADMIN_TOKEN to enable it" })
+            }
+            const token = bearerToken(request)
+            if (token === undefined || !Crypto.timingSafeEqual(digest(token), digest(Redacted.value(adminToken.value)))) {
+              return yield* refuse(failures, clientAddress(request), new Unauthorized({ detail: "Invalid admin token" }))
+            }
+          })
+      })
     })
   )

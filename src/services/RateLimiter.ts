@@ -3,6 +3,7 @@ import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
@@ -31,16 +32,21 @@ export class RateLimiter extends Context.Tag("RateLimiter")<RateLimiter, {
   static readonly layerInMemory = Layer.effect(
     this,
     Effect.gen(function*() {
-      const windows = yield* Ref.make(new Map<string, { readonly start: number; readonly count: number }>())
+      const windows = yield* Ref.make({
+        map: new Map<string, { readonly start: number; readonly count: number }>(),
+        swept: 0
+      })
       return {
         consume: (bucket, limit) =>
           Effect.gen(function*() {
             const now = yield* DateTime.now
             const { start } = rateWindow(now)
-            const count = yield* Ref.modify(windows, (map) => {
-              const current = map.get(bucket)
+            const count = yield* Ref.modify(windows, ({ map, swept }) => {
+              // The first request of a new window drops the ended ones.
+              const kept = start > swept ? new Map([...map].filter(([, window]) => window.start >= start)) : new Map(map)
+              const current = kept.get(bucket)
               const count = current !== undefined && current.start === start ? current.count + 1 : 1
-              return [count, new Map(map).set(bucket, { start, count })]
+              return [count, { map: kept.set(bucket, { start, count }), swept: Math.max(swept, start) }]
             })
             return decide(limit, count, now)
           })
@@ -94,15 +100,49 @@ export class RateLimiter extends Context.Tag("RateLimiter")<RateLimiter, {
 
       const count = yield* Batched.make(countBatch, { maxBatch: 500, concurrency: 1 })
 
+      // The first request of each new window sweeps, off the request's path: once a minute at most,
+      // and not at all while nothing is counted (then nothing grows). No timer: a clock moved far
+      // ahead (`TestClock`) would run one sweep per minute passed.
+      const sweeps = yield* FiberSet.make()
+      const swept = yield* Ref.make(0)
+      const sweepOnNewWindow = (windowStart: number) =>
+        Effect.flatMap(
+          Ref.modify(swept, (last) => [windowStart > last, Math.max(last, windowStart)]),
+          (due) =>
+            due
+              ? FiberSet.run(
+                sweeps,
+                RateLimiter.sweepSql.pipe(
+                  Effect.provideService(SqlClient.SqlClient, sql),
+                  Effect.catchAllCause((cause) => Effect.logWarning("rate_limits: ended windows not swept", cause))
+                )
+              )
+              : Effect.void
+        )
+
       return {
         consume: (bucket, limit) =>
           Effect.gen(function*() {
             const now = yield* DateTime.now
-            return decide(limit, yield* count({ bucket, windowStart: rateWindow(now).start }), now)
+            const windowStart = rateWindow(now).start
+            yield* sweepOnNewWindow(windowStart)
+            return decide(limit, yield* count({ bucket, windowStart }), now)
           }).pipe(Effect.withSpan("RateLimiter.consume"))
       }
     })
   )
+
+  /**
+   * Deletes the rows of windows that ended more than a minute ago (a minute of slack for the clocks
+   * of several instances): a row is recreated by its bucket's next request. Any number of instances
+   * may sweep at once; a row bumped into a new window meanwhile no longer matches and stays.
+   */
+  static readonly sweepSql = Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const now = yield* DateTime.now
+    const cutoff = new Date((rateWindow(now).start - 60) * 1000)
+    yield* sql`DELETE FROM rate_limits WHERE window_start < ${cutoff}`
+  }).pipe(Effect.withSpan("RateLimiter.sweep"))
 
   /**
    * The count lives in Redis: one key per bucket and window, bumped with `INCR` (atomic across

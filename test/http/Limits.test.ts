@@ -1,9 +1,17 @@
+import * as SqlClient from "@effect/sql/SqlClient"
 import { describe, expect, layer } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Crypto from "node:crypto"
+import { AccountRepository } from "../../src/services/accounts/AccountRepository.js"
+import { ApiKeyCache } from "../../src/services/accounts/ApiKeyCache.js"
+import * as SqlAccountRepository from "../../src/services/accounts/SqlAccountRepository.js"
+import { RateLimiter } from "../../src/services/RateLimiter.js"
+import * as Services from "../../src/Services.js"
 import * as Database from "../../src/sql/Database.js"
 import * as Postgres from "../support/Postgres.js"
 import { awayFromMinuteEdge } from "../support/RateWindow.js"
-import { marketOrder, signUp } from "../support/Scenario.js"
+import { admin, marketOrder, signUp } from "../support/Scenario.js"
 import * as TestServer from "../support/TestServer.js"
 import { type Reply, send } from "../support/TestServer.js"
 import { servers } from "./Backends.js"
@@ -95,35 +103,125 @@ for (const [name, server] of servers) {
   })
 }
 
-/** A server whose addresses may fail authentication three times a minute. */
-const throttled = [
-  ["PGlite", TestServer.layer(Database.migrated(Database.pglite(undefined)), { authFailuresPerMinute: 3 })],
-  ["PostgreSQL", TestServer.layer(Postgres.layerFresh, { authFailuresPerMinute: 3 })]
+/** Key lookups in the database and limiter counts, made by a server since it started. */
+interface Counts {
+  lookups: number
+  limited: number
+}
+
+/**
+ * A server whose addresses may fail authentication three times a minute, its repository's key
+ * lookups and its limiter's counts counted.
+ */
+const throttled = <E, R>(database: Layer.Layer<SqlClient.SqlClient | Database.Notifications, E, R>) => {
+  const counts: Counts = { lookups: 0, limited: 0 }
+  const options = { ...TestServer.options, authFailuresPerMinute: 3 }
+  const accounts = Layer.effect(
+    AccountRepository,
+    Effect.map(SqlAccountRepository.make, (repository) =>
+      AccountRepository.of({
+        ...repository,
+        findApiKeyByHash: (hash) => Effect.zipRight(Effect.sync(() => counts.lookups++), repository.findApiKeyByHash(hash))
+      }))
+  )
+  const limiter = Layer.effect(
+    RateLimiter,
+    Effect.map(RateLimiter, (limiter) =>
+      RateLimiter.of({ consume: (bucket, limit) => Effect.zipRight(Effect.sync(() => counts.limited++), limiter.consume(bucket, limit)) }))
+  ).pipe(Layer.provide(RateLimiter.layerSql))
+  const ports = Layer.merge(Services.ports(options), Layer.merge(accounts, limiter))
+  return [counts, TestServer.serve(Services.withPorts(options, ports).pipe(Layer.provideMerge(database)))] as const
+}
+
+const throttledServers = [
+  ["PGlite", throttled(Database.migrated(Database.pglite(undefined)))],
+  ["PostgreSQL", throttled(Postgres.layerFresh)]
 ] as const
 
-for (const [name, server] of throttled) {
+/** Until the instance refuses unknown keys from memory (it has loaded them and hears their changes). */
+const keysInMemory = Effect.gen(function*() {
+  const cache = yield* ApiKeyCache
+  const deadline = Date.now() + 10_000
+  while (!(yield* cache.answersFromMemory)) {
+    if (Date.now() > deadline) return yield* Effect.die(new Error("the API keys were not loaded"))
+    yield* Effect.sleep("20 millis")
+  }
+})
+
+const unknownKey = () => `sk_test_${Crypto.randomBytes(24).toString("base64url").replace(/[-_]/g, "A").slice(0, 32)}`
+
+const expectTooManyFailures = (reply: Reply) => {
+  expect(reply.status).toBe(429)
+  expect(reply.body).toMatchObject({
+    error_code: "rate_limit_exceeded",
+    detail: expect.stringMatching(/^Too many failed authentication attempts\. Retry after \d+ seconds\.$/)
+  })
+  expect(Number(reply.headers["retry-after"])).toBeGreaterThan(0)
+  expect(Number(reply.headers["retry-after"])).toBe((reply.body as { retry_after: number }).retry_after)
+}
+
+for (const [name, [counts, server]] of throttledServers) {
   layer(server, { timeout: 60_000, excludeTestServices: true })(`failed authentication on ${name}`, (it) => {
-    it.effect("is throttled per address: past the limit even a valid key gets 429 until the window ends", () =>
+    it.effect("item 7: a valid key is never refused because of other clients' failures from its address", () =>
       Effect.gen(function*() {
         const user = yield* signUp()
-        expect((yield* send("GET", "/api/v1/intents", { key: user.testKey })).status).toBe(200)
-        const guesses = []
-        for (let i = 0; i < 5; i++) {
-          guesses.push(yield* send("GET", "/api/v1/intents", { key: `sk_test_${"A".repeat(31)}${i}` }))
-        }
+        const revoked = yield* user.key("test")
+        expect((yield* admin("DELETE", `/api-keys/${revoked.id}`)).status).toBe(204)
+        yield* Effect.promise(awayFromMinuteEdge)
+        const guesses = [
+          yield* send("GET", "/api/v1/intents", { key: unknownKey() }),
+          yield* send("GET", "/api/v1/intents", { key: "not-a-key" }),
+          yield* send("GET", "/api/v1/intents", { key: revoked.key }),
+          yield* send("GET", "/api/v1/intents", {}),
+          yield* send("GET", "/api/v1/intents", { key: unknownKey() })
+        ]
         expect(guesses.map((r) => r.status)).toEqual([401, 401, 401, 429, 429])
-        const refused = guesses[3]!
-        expect(refused.body).toMatchObject({
-          error_code: "rate_limit_exceeded",
-          detail: expect.stringMatching(/^Too many failed authentication attempts\. Retry after \d+ seconds\.$/)
-        })
-        expect(Number(refused.headers["retry-after"])).toBe((refused.body as { retry_after: number }).retry_after)
+        guesses.slice(3).forEach(expectTooManyFailures)
+        // The same address, a valid key: served, counted against its own limit only.
         const valid = yield* send("GET", "/api/v1/intents", { key: user.testKey })
-        expect(valid.status).toBe(429)
-        // The operator API has its own token and is not affected.
-        expect((yield* TestServer.send("GET", `/admin/v1/users/${user.userId}`, {
-          headers: { authorization: `Bearer ${TestServer.ADMIN_TOKEN}` }
-        })).status).toBe(200)
+        expect(valid.status).toBe(200)
+        expect(limitHeaders(valid)).toMatchObject({ limit: "60", remaining: "59" })
+        expectTooManyFailures(yield* send("GET", "/api/v1/intents", { key: unknownKey() }))
+        expect((yield* send("POST", "/api/v1/intents", { key: user.testKey, json: marketOrder(user.mockId) })).status).toBe(201)
+      }))
+
+    it.effect("item 7: a flood of bad keys costs no database query per key", () =>
+      Effect.gen(function*() {
+        const user = yield* signUp()
+        const revoked = yield* user.key("test")
+        expect((yield* admin("DELETE", `/api-keys/${revoked.id}`)).status).toBe(204)
+        yield* keysInMemory
+        const before = { ...counts }
+        const flood = yield* Effect.all(
+          Array.from({ length: 100 }, (_, i) => send("GET", "/api/v1/intents", { key: i % 10 === 0 ? revoked.key : unknownKey() })),
+          { concurrency: 10 }
+        )
+        expect(flood.every((r) => r.status === 401 || r.status === 429)).toBe(true)
+        expect(counts).toEqual(before)
+        // A valid key still is looked up once and counted against its limit.
+        expect((yield* send("GET", "/api/v1/intents", { key: user.testKey })).status).toBe(200)
+        expect(counts.limited).toBe(before.limited + 1)
+        expect(counts.lookups).toBeLessThanOrEqual(before.lookups + 1)
+      }))
+
+    it.effect("item 7: wrong admin tokens are throttled per address with 429 and Retry-After; the right token still passes", () =>
+      Effect.gen(function*() {
+        yield* Effect.promise(awayFromMinuteEdge)
+        const wrong = (token: string | undefined) =>
+          send("GET", "/admin/v1/users/00000000-0000-4000-8000-000000000000", {
+            headers: token === undefined ? {} : { authorization: `Bearer ${token}` }
+          })
+        const guesses = [yield* wrong("guess-1"), yield* wrong(undefined), yield* wrong("guess-2"), yield* wrong("guess-3"), yield* wrong("guess-4")]
+        expect(guesses.map((r) => r.status)).toEqual([401, 401, 401, 429, 429])
+        for (const reply of guesses.slice(3)) {
+          expectTooManyFailures(reply)
+          expect(reply.body).toMatchObject({ request_id: expect.stringMatching(/^req_/) })
+        }
+        const created = yield* admin("POST", "/users", { name: "Grace", tier: "pro" })
+        expect(created.status).toBe(201)
+        const user = created.body as { id: string }
+        expect((yield* admin("GET", `/users/${user.id}`)).status).toBe(200)
+        expectTooManyFailures(yield* wrong("guess-5"))
       }))
   })
 }

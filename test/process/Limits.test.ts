@@ -66,6 +66,43 @@ describe("limits across server processes on one PostgreSQL", () => {
       expect(await stop(b.child)).toBe(0)
     }), 60_000)
 
+  it("item 7: a key created through one instance works on the other at once, from an address blocked for bad keys there", () =>
+    withDatabase(async (url) => {
+      const env = { DATABASE_URL: url, ADMIN_TOKEN: "adm", AUTH_FAILURES_PER_MINUTE: "3" }
+      const [a, b] = await Promise.all([start(env), start(env)])
+      const get = async (baseUrl: string, key: string) => {
+        const response = await fetch(`${baseUrl}/api/v1/intents`, { headers: { authorization: `Bearer ${key}` } })
+        await response.body?.cancel()
+        return response.status
+      }
+      /** Retries until `expected` (the notification may still be on its way), for at most 2 s. */
+      const until = async (baseUrl: string, key: string, expected: (status: number) => boolean) => {
+        const deadline = Date.now() + 2_000
+        for (;;) {
+          const status = await get(baseUrl, key)
+          if (expected(status)) return status
+          if (Date.now() > deadline) throw new Error(`${baseUrl} still answers ${status}`)
+          await new Promise((r) => setTimeout(r, 20))
+        }
+      }
+      await awayFromMinuteEdge()
+      const guesses = []
+      for (let i = 0; i < 5; i++) guesses.push(await get(b.baseUrl, `sk_test_${"B".repeat(31)}${i}`))
+      expect(guesses).toEqual([401, 401, 401, 429, 429])
+      const { key, userId } = await signUpOver(a.baseUrl, "adm")
+      expect(await until(b.baseUrl, key, (s) => s === 200)).toBe(200)
+      expect(await get(b.baseUrl, `sk_test_${"B".repeat(32)}`)).toBe(429)
+      const keys = await (await fetch(`${a.baseUrl}/admin/v1/users/${userId}/api-keys`, { headers: { authorization: "Bearer adm" } })).json() as {
+        items: Array<{ id: string }>
+      }
+      const revoked = await fetch(`${a.baseUrl}/admin/v1/api-keys/${keys.items[0]?.id}`, { method: "DELETE", headers: { authorization: "Bearer adm" } })
+      expect(revoked.status).toBe(204)
+      expect(await get(a.baseUrl, key)).toBe(401)
+      expect(await until(b.baseUrl, key, (s) => s !== 200)).toBe(429)
+      expect(await stop(a.child)).toBe(0)
+      expect(await stop(b.child)).toBe(0)
+    }), 60_000)
+
   it("oversized headers get 431 and oversized bodies 413, with the error body, from the real server", () =>
     withDatabase(async (url) => {
       const server = await start({ DATABASE_URL: url, ADMIN_TOKEN: "adm" })

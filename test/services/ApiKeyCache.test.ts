@@ -1,5 +1,6 @@
 import { SqlError } from "@effect/sql/SqlError"
-import { describe, expect, it } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
+import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -8,11 +9,15 @@ import * as Queue from "effect/Queue"
 import * as Ref from "effect/Ref"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
+import * as Crypto from "node:crypto"
 import { AccountRepository } from "../../src/services/accounts/AccountRepository.js"
 import { ApiKeyCache } from "../../src/services/accounts/ApiKeyCache.js"
 import * as InMemoryAccountRepository from "../../src/services/accounts/InMemoryAccountRepository.js"
+import * as SqlAccountRepository from "../../src/services/accounts/SqlAccountRepository.js"
+import * as Database from "../../src/sql/Database.js"
 import { Notifications } from "../../src/sql/Database.js"
 import { newApiKey, seedUser } from "../support/Fixtures.js"
+import * as Postgres from "../support/Postgres.js"
 
 /**
  * Notifications the test controls: `Option.some(payload)` is a notification, `Option.none()` the
@@ -29,6 +34,12 @@ const harness = Effect.gen(function*() {
         }))
       )
   })
+  /** Lets the cache's listening fiber take what was fed. */
+  const settle = Effect.repeatN(Effect.yieldNow(), 20)
+  // Whether the LISTEN connection is up: notifications sent while it is down are lost.
+  const connected = yield* Ref.make(false)
+  const notify = (payload: string) =>
+    Effect.zipRight(Ref.set(connected, true), Effect.zipRight(Queue.offer(feed, Option.some(payload)), settle))
   // While a lookup reads the repository, `during` runs: a revocation heard in that moment.
   const during = yield* Ref.make<Effect.Effect<void>>(Effect.void)
   const repository = Layer.effect(
@@ -36,17 +47,21 @@ const harness = Effect.gen(function*() {
     Effect.map(InMemoryAccountRepository.make, (accounts) =>
       AccountRepository.of({
         ...accounts,
-        findApiKeyByHash: (hash) => Effect.tap(accounts.findApiKeyByHash(hash), () => Effect.flatten(Ref.get(during)))
+        findApiKeyByHash: (hash) => Effect.tap(accounts.findApiKeyByHash(hash), () => Effect.flatten(Ref.get(during))),
+        // A creation notifies at its commit, as the SQL repository's does.
+        createApiKey: (input) =>
+          Effect.tap(accounts.createApiKey(input), () =>
+            Effect.whenEffect(
+              notify(JSON.stringify({ created: input.id, key_hash: input.key_hash, expires_at: null })),
+              Ref.get(connected)
+            ))
       }))
   )
   const layer = ApiKeyCache.Default.pipe(
     Layer.provideMerge(repository),
     Layer.provide(Layer.succeed(Notifications, notifications))
   )
-  /** Lets the cache's listening fiber take what was fed. */
-  const settle = Effect.repeatN(Effect.yieldNow(), 20)
-  const notify = (payload: string) => Effect.zipRight(Queue.offer(feed, Option.some(payload)), settle)
-  const lose = Effect.zipRight(Queue.offer(feed, Option.none()), settle)
+  const lose = Effect.zipRight(Ref.set(connected, false), Effect.zipRight(Queue.offer(feed, Option.none()), settle))
   return { layer, notify, lose, during, settle }
 })
 
@@ -123,3 +138,86 @@ describe("ApiKeyCache", () => {
       }).pipe(Effect.provide(layer))
     }))
 })
+
+/** One instance's cache on the database in context, and the key lookups it made in the database. */
+const instance = Effect.gen(function*() {
+  const lookups = yield* Ref.make(0)
+  const repository = Layer.effect(
+    AccountRepository,
+    Effect.map(SqlAccountRepository.make, (accounts) =>
+      AccountRepository.of({
+        ...accounts,
+        findApiKeyByHash: (hash) => Effect.zipRight(Ref.update(lookups, (n) => n + 1), accounts.findApiKeyByHash(hash))
+      }))
+  )
+  const context = yield* Layer.build(ApiKeyCache.Default.pipe(Layer.provideMerge(repository)))
+  return { cache: Context.get(context, ApiKeyCache), accounts: Context.get(context, AccountRepository), lookups: Ref.get(lookups) }
+})
+
+/** Waits (real time) until `check` holds, for at most `within` milliseconds. */
+const eventually = (check: Effect.Effect<boolean>, within = 2_000) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + within
+    while (!(yield* check)) {
+      if (Date.now() > deadline) return yield* Effect.die(new Error(`not within ${within} ms`))
+      yield* Effect.sleep("10 millis")
+    }
+  })
+
+const unknownHash = () => Crypto.randomBytes(32).toString("hex")
+
+const databases = [
+  ["PGlite", Database.migrated(Database.pglite(undefined))],
+  ["PostgreSQL", Postgres.layerFresh]
+] as const
+
+for (const [name, database] of databases) {
+  layer(database, { timeout: 60_000, excludeTestServices: true })(`ApiKeyCache on ${name}`, (it) => {
+    it.scoped("item 7: bad keys cost no query; a key created on one instance works on another, a revoked one is refused there at once", () =>
+      Effect.gen(function*() {
+        const a = yield* instance
+        const b = yield* instance
+        yield* eventually(a.cache.answersFromMemory, 10_000)
+        yield* eventually(b.cache.answersFromMemory, 10_000)
+
+        // A flood of unknown keys: refused from memory, not one query.
+        for (let i = 0; i < 200; i++) expect(Option.isNone(yield* b.cache.lookup(unknownHash()))).toBe(true)
+        expect(yield* b.lookups).toBe(0)
+
+        // A key created through instance A: B learns it from the creation's notification.
+        const key = yield* newKey.pipe(Effect.provideService(AccountRepository, a.accounts))
+        yield* eventually(usable(b.cache.lookup(key.hash)))
+        expect(yield* a.cache.answersFromMemory).toBe(true)
+        expect(yield* usable(a.cache.lookup(key.hash))).toBe(true)
+
+        // Revoked through A: refused on B within moments, and its attempts cost B no query after.
+        yield* key.revoke
+        yield* a.cache.invalidate(key.id)
+        expect(yield* usable(a.cache.lookup(key.hash))).toBe(false)
+        yield* eventually(Effect.map(usable(b.cache.lookup(key.hash)), (ok) => !ok))
+        const before = yield* b.lookups
+        for (let i = 0; i < 50; i++) expect(Option.isNone(yield* b.cache.lookup(key.hash))).toBe(true)
+        expect(yield* b.lookups).toBe(before)
+
+        // A key that expires: found until then, refused from memory after.
+        const expiring = yield* Effect.gen(function*() {
+          const { user } = yield* seedUser
+          const input = { ...(yield* newApiKey(user.id)), expires_at: DateTime.unsafeMake(Date.now() + 300) }
+          yield* a.accounts.createApiKey(input)
+          return input
+        }).pipe(Effect.provideService(AccountRepository, a.accounts))
+        yield* eventually(usable(b.cache.lookup(expiring.key_hash)))
+        yield* Effect.sleep("300 millis")
+        const beforeExpired = yield* b.lookups
+        expect(Option.isNone(yield* b.cache.lookup(expiring.key_hash))).toBe(true)
+        expect(yield* b.lookups).toBe(beforeExpired)
+
+        // An instance started after the key was created loads it with the others.
+        const late = yield* newKey.pipe(Effect.provideService(AccountRepository, a.accounts))
+        const c = yield* instance
+        yield* eventually(c.cache.answersFromMemory, 10_000)
+        expect(yield* usable(c.cache.lookup(late.hash))).toBe(true)
+        expect(Option.isNone(yield* c.cache.lookup(key.hash))).toBe(true)
+      }))
+  })
+}

@@ -1,6 +1,8 @@
+import * as SqlClient from "@effect/sql/SqlClient"
 import { expect, layer } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as TestClock from "effect/TestClock"
 import * as Crypto from "node:crypto"
@@ -13,8 +15,8 @@ const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 /** Every shared store, and the in-memory one, held to the same rules. */
 const stores = [
   ["in memory", RateLimiter.layerInMemory],
-  ["PGlite", RateLimiter.layerSql.pipe(Layer.provide(Database.migrated(Database.pglite(undefined))))],
-  ["PostgreSQL", RateLimiter.layerSql.pipe(Layer.provide(Postgres.layerFresh))],
+  ["PGlite", RateLimiter.layerSql.pipe(Layer.provideMerge(Database.migrated(Database.pglite(undefined))))],
+  ["PostgreSQL", RateLimiter.layerSql.pipe(Layer.provideMerge(Postgres.layerFresh))],
   ["Redis", RateLimiter.layerRedis(Redacted.make(REDIS_URL))]
 ] as const
 
@@ -63,5 +65,49 @@ for (const [name, store] of stores) {
         expect(decisions.filter((d) => d.allowed)).toHaveLength(60)
         expect(new Set(decisions.filter((d) => d.allowed).map((d) => d.remaining)).size).toBe(60)
       }))
+
+    if (name === "PGlite" || name === "PostgreSQL") {
+      it.effect("item 11: the rows of windows that ended more than a minute ago are swept", () =>
+        Effect.gen(function*() {
+          const limiter = yield* RateLimiter
+          const sql = yield* Effect.flatMap(
+            Effect.serviceOption(SqlClient.SqlClient),
+            Option.match({ onNone: () => Effect.dieMessage("no database"), onSome: Effect.succeed })
+          )
+          const [old, recent, current] = [bucket(), bucket(), bucket()]
+          // Later than the other tests went: the limiter has swept up to there already.
+          const t1 = t0 + 600_000
+          const left = sql<{ bucket: string }>`SELECT bucket FROM rate_limits WHERE bucket IN (${old}, ${recent}, ${current})`.pipe(
+            Effect.map((rows) => rows.map((row) => row.bucket).sort()),
+            Effect.orDie
+          )
+          /** The sweep runs off the request's path: wait (real time) for the rows to be as expected. */
+          const eventually = (expected: ReadonlyArray<string>) =>
+            Effect.gen(function*() {
+              const deadline = Date.now() + 5_000
+              while (JSON.stringify(yield* left) !== JSON.stringify([...expected].sort()) && Date.now() < deadline) {
+                yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 10)))
+              }
+              expect(yield* left).toEqual([...expected].sort())
+            })
+          yield* TestClock.setTime(t1 - 180_000)
+          yield* limiter.consume(old, 5)
+          // The first request of a later window sweeps: the old window ended 70 s before it.
+          yield* TestClock.setTime(t1 - 60_000)
+          yield* limiter.consume(recent, 5)
+          yield* eventually([recent])
+          // The recent window ended 10 s ago: it stays.
+          yield* TestClock.setTime(t1)
+          yield* limiter.consume(current, 5)
+          yield* eventually([recent, current])
+          // A minute on it goes; a swept bucket starts from a fresh row.
+          yield* TestClock.setTime(t1 + 60_000)
+          expect((yield* limiter.consume(old, 5)).remaining).toBe(4)
+          yield* eventually([old, current])
+          // The sweep alone, as every instance runs it: nothing more to delete at this time.
+          yield* RateLimiter.sweepSql.pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+          expect(yield* left).toEqual([old, current].sort())
+        }))
+    }
   })
 }

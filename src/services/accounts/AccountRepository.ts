@@ -27,6 +27,13 @@ export interface NewApiKey {
   readonly expires_at: DateTime.Utc | null
 }
 
+/** A key that authenticates until it expires: what every instance holds in memory, by hash. */
+export interface ActiveApiKey {
+  readonly id: ApiKeyId
+  readonly key_hash: string
+  readonly expires_at: DateTime.Utc | null
+}
+
 export interface NewBrokerConnection {
   readonly id: BrokerId
   readonly user_id: UserId
@@ -48,6 +55,8 @@ export class AccountRepository extends Context.Tag("AccountRepository")<AccountR
   readonly revokeApiKey: (id: ApiKeyId, at: DateTime.Utc) => Effect.Effect<boolean>
   /** The key with this hash and its user, revoked and expired keys included. */
   readonly findApiKeyByHash: (hash: string) => Effect.Effect<Option.Option<{ readonly key: ApiKey; readonly user: User }>>
+  /** Every key not revoked, expired ones included. */
+  readonly listActiveApiKeys: () => Effect.Effect<ReadonlyArray<ActiveApiKey>>
   readonly touchApiKey: (id: ApiKeyId, at: DateTime.Utc) => Effect.Effect<void>
   readonly createBroker: (connection: NewBrokerConnection) => Effect.Effect<BrokerConnection>
   /** A connection of this user; any string may be asked for, only an existing id matches. */

@@ -1,15 +1,18 @@
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as Clock from "effect/Clock"
+import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type { ApiKey, User } from "../../domain/Account.js"
 import type { ApiKeyId } from "../../domain/Ids.js"
 import { Notifications } from "../../sql/Database.js"
-import { AccountRepository } from "./AccountRepository.js"
-import { API_KEYS_CHANNEL } from "./SqlAccountRepository.js"
+import { type ActiveApiKey, AccountRepository } from "./AccountRepository.js"
+import { API_KEYS_CHANNEL, KeyCreated } from "./SqlAccountRepository.js"
 
 type Found = { readonly key: ApiKey; readonly user: User }
 type Entry = { readonly found: Found; readonly until: number }
@@ -24,47 +27,113 @@ type State = {
   readonly entries: ReadonlyMap<string, Entry>
 }
 
+/** The keys that exist and are not revoked: when each expires (Unix milliseconds), by hash; hashes by id. */
+interface ActiveKeys {
+  readonly byHash: Map<string, { readonly id: string; readonly expiresAt: number | null }>
+  readonly byId: Map<string, string>
+}
+
 /** How long a key found stays cached at most; revocations reach the cache at once through LISTEN. */
 const TTL = Duration.seconds(60)
 const MAX_ENTRIES = 10_000
 
+/** The payload the cache sends itself to learn that its LISTEN connection hears. */
+const PROBE = "probe"
+
+const decodeCreated = Schema.decodeUnknownOption(KeyCreated)
+
 /**
- * API keys by hash, cached so that an authenticated request needs no key lookup. A revocation
- * drops the key here at once (on this instance directly, on the others through the notification
- * its commit sends); while notifications are not being received, nothing is cached: from the moment
- * the LISTEN stream fails (its connection lost, see `Notifications`) until a probe comes back
- * through a new one.
+ * API keys by hash. While notifications on the keys' channel are heard, every instance holds the
+ * hashes of all unrevoked keys (loaded once the LISTEN connection hears, then kept current by the
+ * notifications that every creation and revocation sends at commit): an unknown, revoked or expired
+ * key is refused from memory, so a flood of bad keys costs no query. The keys found are cached, so
+ * that an authenticated request needs no key lookup either; a revocation drops its key at once.
+ * While notifications are not heard (from the moment the LISTEN stream fails until a probe comes
+ * back through a new one), every lookup reads the database and nothing is cached.
  */
 export class ApiKeyCache extends Effect.Service<ApiKeyCache>()("ApiKeyCache", {
   scoped: Effect.gen(function*() {
     const accounts = yield* AccountRepository
     const notifications = yield* Effect.serviceOption(Notifications)
     const state = yield* Ref.make<State>({ listening: false, generation: 0, entries: new Map() })
+    // Mutated in place: copying every key's hash on each creation would cost more than it protects.
+    let active: ActiveKeys | undefined = undefined
 
     const setListening = (listening: boolean) =>
-      Ref.update(state, (s) =>
-        s.listening === listening ? s : { listening, generation: s.generation + 1, entries: listening ? s.entries : new Map() })
+      Effect.zipRight(
+        Effect.sync(() => {
+          if (!listening) active = undefined
+        }),
+        Ref.update(state, (s) =>
+          s.listening === listening
+            ? s
+            : { listening, generation: s.generation + 1, entries: listening ? s.entries : new Map() })
+      )
+
+    const add = (keys: ActiveKeys, id: string, hash: string, expiresAt: number | null) => {
+      keys.byHash.set(hash, { id, expiresAt })
+      keys.byId.set(id, hash)
+    }
 
     const invalidate = (keyId: ApiKeyId | string) =>
-      Ref.update(state, (s) => ({
-        ...s,
-        generation: s.generation + 1,
-        entries: new Map([...s.entries].filter(([, entry]) => entry.found.key.id !== keyId))
-      }))
+      Effect.zipRight(
+        Effect.sync(() => {
+          const hash = active?.byId.get(keyId)
+          if (hash === undefined) return
+          active?.byId.delete(keyId)
+          active?.byHash.delete(hash)
+        }),
+        Ref.update(state, (s) => ({
+          ...s,
+          generation: s.generation + 1,
+          entries: new Map([...s.entries].filter(([, entry]) => entry.found.key.id !== keyId))
+        }))
+      )
+
+    const expiry = (key: ActiveApiKey) => key.expires_at === null ? null : DateTime.toEpochMillis(key.expires_at)
+
+    /** A key created on this instance: known here at once, before its notification comes back. */
+    const created = (key: ActiveApiKey) =>
+      Effect.sync(() => {
+        if (active !== undefined) add(active, key.id, key.key_hash, expiry(key))
+      })
+
+    const load = Effect.gen(function*() {
+      const keys = yield* accounts.listActiveApiKeys()
+      const loaded: ActiveKeys = { byHash: new Map(), byId: new Map() }
+      for (const key of keys) add(loaded, key.id, key.key_hash, expiry(key))
+      active = loaded
+    })
+
+    /**
+     * The first notification through a stream shows that it hears: the keys are loaded then, and the
+     * notifications that arrive meanwhile wait in the stream, to be applied after in their order.
+     */
+    const heard = (payload: string) =>
+      Effect.gen(function*() {
+        if (!(yield* Ref.get(state)).listening) {
+          yield* load
+          yield* setListening(true)
+        }
+        if (payload === PROBE) return
+        const creation = decodeCreated(payload)
+        if (Option.isNone(creation)) return yield* invalidate(payload)
+        const { created: id, expires_at, key_hash } = creation.value
+        if (active !== undefined) add(active, id, key_hash, expires_at)
+      })
 
     if (Option.isSome(notifications)) {
       yield* notifications.value.listen(API_KEYS_CHANNEL).pipe(
-        Stream.tap(() => setListening(true)),
-        Stream.runForEach(invalidate),
+        Stream.runForEach(heard),
         Effect.onExit(() => setListening(false)),
-        Effect.catchAllCause((cause) => Effect.logWarning("API key revocations not received; not caching keys", cause)),
+        Effect.catchAllCause((cause) => Effect.logWarning("API key notifications not received; looking keys up", cause)),
         Effect.repeat(Schedule.spaced("1 second")),
         Effect.forkScoped
       )
-      // Caching (re)starts once a probe comes back: only then is a revocation sure to be heard.
+      // Memory answers (again) once a probe comes back: only then is every change sure to be heard.
       const sql = yield* Effect.serviceOption(SqlClient.SqlClient)
       if (Option.isSome(sql)) {
-        const probe = sql.value`SELECT pg_notify(${API_KEYS_CHANNEL}, 'probe')`
+        const probe = sql.value`SELECT pg_notify(${API_KEYS_CHANNEL}, ${PROBE})`
         yield* Ref.get(state).pipe(
           Effect.flatMap((s) => s.listening ? Effect.void : probe),
           Effect.ignore,
@@ -76,8 +145,12 @@ export class ApiKeyCache extends Effect.Service<ApiKeyCache>()("ApiKeyCache", {
 
     const lookup = (hash: string): Effect.Effect<Option.Option<Found>> =>
       Effect.gen(function*() {
-        const now = Date.now()
+        const now = yield* Clock.currentTimeMillis
         const before = yield* Ref.get(state)
+        if (before.listening && active !== undefined) {
+          const known = active.byHash.get(hash)
+          if (known === undefined || (known.expiresAt !== null && known.expiresAt <= now)) return Option.none()
+        }
         const cached = before.entries.get(hash)
         if (cached !== undefined && cached.until > now) return Option.some(cached.found)
         const found = yield* accounts.findApiKeyByHash(hash)
@@ -91,6 +164,9 @@ export class ApiKeyCache extends Effect.Service<ApiKeyCache>()("ApiKeyCache", {
         return found
       })
 
-    return { lookup, invalidate } as const
+    /** Whether unknown keys are refused from memory (the keys loaded and every change heard). */
+    const answersFromMemory = Effect.map(Ref.get(state), (s) => s.listening && active !== undefined)
+
+    return { lookup, invalidate, created, answersFromMemory } as const
   })
 }) {}

@@ -65,6 +65,13 @@ export const make = Effect.gen(function*() {
             Option.map(Option.fromNullable(s.users.get(key.user_id)), (user) => ({ key, user }))
           )
         )),
+    listActiveApiKeys: () =>
+      Effect.map(Ref.get(state), (s) =>
+        [...s.keys.values()].filter((e) => e.key.revoked_at === null).map((e) => ({
+          id: e.key.id,
+          key_hash: e.hash,
+          expires_at: e.key.expires_at
+        }))),
     touchApiKey: (id, at) =>
       updateKey(id, (key) =>
         key.last_used_at === null || DateTime.lessThan(key.last_used_at, at)

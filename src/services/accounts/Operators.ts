@@ -85,6 +85,7 @@ export class Operators extends Effect.Service<Operators>()("Operators", {
         created_at: now,
         expires_at: input.expires_at ?? null
       })
+      yield* keyCache.created({ id: created.id, key_hash: hashApiKey(key), expires_at: created.expires_at })
       return { ...created, key }
     })
 

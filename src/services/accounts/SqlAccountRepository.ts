@@ -9,8 +9,20 @@ import { ApiKey, ApiKeyScope, BrokerConnection, BrokerKind, Tier, User } from ".
 import { ApiKeyId, BrokerId, Mode, UserId } from "../../domain/Ids.js"
 import { AccountRepository } from "./AccountRepository.js"
 
-/** A revocation's commit notifies this channel with the key's id: every instance drops it from its cache. */
+/**
+ * A key's creation and its revocation notify this channel at commit, so that every instance knows
+ * the keys that exist: a revocation with the key's id, a creation with {@link KeyCreated} as JSON.
+ */
 export const API_KEYS_CHANNEL = "api_keys_revoked"
+
+/** The payload of a key's creation: its id, its hash and when it expires (Unix milliseconds). */
+export const KeyCreated = Schema.parseJson(Schema.Struct({
+  created: Schema.String,
+  key_hash: Schema.String,
+  expires_at: Schema.NullOr(Schema.Number)
+}))
+
+const encodeKeyCreated = Schema.encodeSync(KeyCreated)
 
 const Timestamp = Schema.DateTimeUtcFromDate
 const isUuid = Schema.is(Schema.UUID)
@@ -84,10 +96,19 @@ export const make = Effect.gen(function*() {
     Request: NewApiKeyRow,
     Result: ApiKeyRow,
     execute: (k) =>
-      sql`INSERT INTO api_keys (id, user_id, name, mode, scopes, key_hash, key_hint, created_at, expires_at)
-          VALUES (${k.id}, ${k.user_id}, ${k.name}, ${k.mode}, ${JSON.stringify(k.scopes)}::jsonb, ${k.key_hash}, ${k.key_hint},
-                  ${k.created_at}, ${k.expires_at})
-          RETURNING ${sql.literal(apiKeyColumns)}`
+      sql`WITH created AS (
+            INSERT INTO api_keys (id, user_id, name, mode, scopes, key_hash, key_hint, created_at, expires_at)
+            VALUES (${k.id}, ${k.user_id}, ${k.name}, ${k.mode}, ${JSON.stringify(k.scopes)}::jsonb, ${k.key_hash}, ${k.key_hint},
+                    ${k.created_at}, ${k.expires_at})
+            RETURNING ${sql.literal(apiKeyColumns)})
+          SELECT created.*, pg_notify(
+            ${API_KEYS_CHANNEL},
+            ${encodeKeyCreated({ created: k.id, key_hash: k.key_hash, expires_at: k.expires_at?.getTime() ?? null })}) FROM created`
+  })
+  const selectActiveKeys = SqlSchema.findAll({
+    Request: Schema.Void,
+    Result: Schema.Struct({ id: ApiKeyId, key_hash: Schema.String, expires_at: Schema.NullOr(Timestamp) }),
+    execute: () => sql`SELECT id, key_hash, expires_at FROM api_keys WHERE revoked_at IS NULL`
   })
   const selectApiKeys = SqlSchema.findAll({
     Request: UserId,
@@ -176,6 +197,8 @@ export const make = Effect.gen(function*() {
         orDie,
         Effect.withSpan("AccountRepository.findApiKeyByHash")
       ),
+    listActiveApiKeys: () =>
+      selectActiveKeys(undefined).pipe(orDie, Effect.withSpan("AccountRepository.listActiveApiKeys")),
     touchApiKey: (id, at) =>
       sql`UPDATE api_keys SET last_used_at = ${DateTime.toDate(at)}
           WHERE id = ${id} AND (last_used_at IS NULL OR last_used_at < ${DateTime.toDate(at)})`.pipe(
