@@ -128,7 +128,7 @@ const localCredentialsKey = (dataDir: string) =>
     return Redacted.make((yield* fs.readFileString(path)).trim())
   }).pipe(Effect.provide(Ids.layer), Effect.orDie)
 
-/** `layer` from the configuration (DESIGN.md section 2), on the database in context. */
+/** `layer` from the configuration (the environment variables), on the database in context. */
 export const layerConfig = Layer.unwrapEffect(
   Effect.gen(function*() {
     const database = yield* DatabaseInfo

@@ -11,7 +11,7 @@ const secret = "5f".repeat(16) + "a0".repeat(16)
 const body = JSON.stringify({ id: "evt_0123", type: "intent.filled", created_at: "2026-11-21T00:00:00.000Z", data: { é: "ü" } })
 const T = 1_790_000_000
 
-/** SPEC.md's scheme computed here with `node:crypto` alone. */
+/** The signature scheme computed here with `node:crypto` alone. */
 const vector = (timestamp: number, payload: string) =>
   `v1=${Crypto.createHmac("sha256", Buffer.from(secret, "hex")).update(`${timestamp}.${payload}`, "utf8").digest("hex")}`
 
@@ -58,7 +58,7 @@ describe("the receiver's verifier", () => {
       expect(yield* verifyAt(T - 301, { headers: headers() })).toBe("timestamp_expired")
     }))
 
-  it.effect("produces each of SPEC.md's six reasons from its own input", () =>
+  it.effect("produces each of the receiver's reasons from its own input", () =>
     Effect.gen(function*() {
       expect(yield* verifyAt(T, { headers: headers({ "sr-signature": undefined }) })).toBe("missing_signature")
       expect(yield* verifyAt(T, { headers: headers({ "sr-timestamp": undefined }) })).toBe("missing_timestamp")

@@ -109,7 +109,7 @@ const DeliveriesQuery = Schema.Struct({
 const UserPath = Schema.Struct({ user_id: Schema.String })
 const EndpointPath = Schema.Struct({ endpoint_id: Schema.String })
 
-/** The operator API: it stands in for the dashboard of SPEC.md. */
+/** The operator API: it stands in for the customers' dashboard. */
 export class AdminApi extends HttpApiGroup.make("admin")
   .add(
     HttpApiEndpoint.post("createUser", "/users")

@@ -48,7 +48,7 @@ export class IntentPage extends Schema.Class<IntentPage>("IntentPage")({
 /** `{id}`: every string is accepted, so that a malformed id is a 404 like an unknown one. */
 const IntentPath = Schema.Struct({ id: Schema.String })
 
-/** SPEC.md's v1 Trade Intent endpoints. */
+/** The v1 Trade Intent endpoints. */
 export class IntentsApi extends HttpApiGroup.make("intents")
   .add(
     HttpApiEndpoint.post("createIntent", "/intents")

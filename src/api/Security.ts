@@ -18,7 +18,7 @@ export interface Principal {
 export class CurrentPrincipal extends Context.Tag("CurrentPrincipal")<CurrentPrincipal, Principal>() {}
 
 /**
- * The gate of the v1 API, in DESIGN.md's order: the API key (401), the key's rate limit (429),
+ * The gate of the v1 API, in this order: the API key (401), the key's rate limit (429),
  * then the scope the method needs (403): `intents:read` for GET, `intents:write` otherwise.
  */
 export class ApiKeyAuth extends HttpApiMiddleware.Tag<ApiKeyAuth>()("ApiKeyAuth", {

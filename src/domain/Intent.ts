@@ -145,7 +145,7 @@ const needsLimit = (type: OrderType) => type === "limit" || type === "stop_limit
 const needsStop = (type: OrderType) => type === "stop" || type === "stop_limit"
 
 /**
- * The rules of an order that a well-formed body can still break (422s), in SPEC.md's order:
+ * The rules of an order that a well-formed body can still break (422s), in this order:
  * limit_price, stop_price, quantity, then the prices' own rules.
  */
 export const validateOrder = (payload: CreateIntentPayload): Either.Either<OrderSpec, Unprocessable> => {

@@ -145,7 +145,7 @@ for (const [name, server] of servers) {
     })
 
     describe("delivery", () => {
-      it.scoped("a market intent sends intent.created and intent.filled, signed as SPEC.md says, data as GET shows it", () =>
+      it.scoped("a market intent sends intent.created and intent.filled, signed as the scheme says, data as GET shows it", () =>
         Effect.gen(function*() {
           const { endpoint, hooks, intentId, testKey } = yield* routedTo()
           const intent = yield* waitFor(testKey, intentId, (i) => i.status === "filled")
