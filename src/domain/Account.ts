@@ -1,5 +1,5 @@
 import * as Schema from "effect/Schema"
-import { detail } from "./Errors.js"
+import { detail, WireErrors } from "./Errors.js"
 import { ApiKeyId, BrokerId, Mode, UserId } from "./Ids.js"
 
 export const Tier = Schema.Literal("free", "pro", "enterprise")
@@ -22,7 +22,7 @@ export class User extends Schema.Class<User>("User")({
 }) {}
 
 export class UserNotFound extends Schema.TaggedError<UserNotFound>()("UserNotFound", {
-  detail: detail("User not found")
+  detail: detail(WireErrors.UserNotFound)
 }) {}
 
 export const ApiKeyScope = Schema.Literal("intents:read", "intents:write")
@@ -44,7 +44,7 @@ export class ApiKey extends Schema.Class<ApiKey>("ApiKey")({
 }) {}
 
 export class ApiKeyNotFound extends Schema.TaggedError<ApiKeyNotFound>()("ApiKeyNotFound", {
-  detail: detail("API key not found")
+  detail: detail(WireErrors.ApiKeyNotFound)
 }) {}
 
 export const BrokerKind = Schema.Literal("mock", "alpaca")
@@ -63,5 +63,5 @@ export class BrokerConnection extends Schema.Class<BrokerConnection>("BrokerConn
 }) {}
 
 export class BrokerNotFound extends Schema.TaggedError<BrokerNotFound>()("BrokerNotFound", {
-  detail: detail("Broker connection not found")
+  detail: detail(WireErrors.BrokerNotFound)
 }) {}

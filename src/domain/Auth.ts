@@ -1,12 +1,12 @@
 import * as Schema from "effect/Schema"
-import { detail } from "./Errors.js"
+import { detail, WireErrors } from "./Errors.js"
 
 export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {
-  detail: detail("Invalid API key")
+  detail: detail(WireErrors.Unauthorized)
 }) {}
 
 export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", {
-  detail: detail("This API key does not have permission for this resource")
+  detail: detail(WireErrors.Forbidden)
 }) {}
 
 export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
@@ -30,5 +30,5 @@ export const tooManyFailures = (retryAfter: number) =>
 
 export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExceeded", {
   retry_after: Schema.Int,
-  detail: detail("Monthly intent quota exceeded")
+  detail: detail(WireErrors.QuotaExceeded)
 }) {}

@@ -1,6 +1,6 @@
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
-import { detail, rule, Unprocessable } from "./Errors.js"
+import { detail, rule, Unprocessable, WireErrors } from "./Errors.js"
 import { BrokerId, IntentId, Mode, OrderId, UserId } from "./Ids.js"
 
 
@@ -178,11 +178,11 @@ export const validateOrder = (payload: CreateIntentPayload): Either.Either<Order
 }
 
 export class IntentNotFound extends Schema.TaggedError<IntentNotFound>()("IntentNotFound", {
-  detail: detail("Trade Intent not found")
+  detail: detail(WireErrors.IntentNotFound)
 }) {}
 
 export class DuplicateIntent extends Schema.TaggedError<DuplicateIntent>()("DuplicateIntent", {
-  detail: detail("Trade Intent with this intent_id already exists"),
+  detail: detail(WireErrors.DuplicateIntent),
   /** The intent that already holds the intent_id; not sent in the body, but as `Location`. */
   existing: Schema.optional(IntentId)
 }) {}

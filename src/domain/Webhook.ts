@@ -1,6 +1,6 @@
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
-import { detail } from "./Errors.js"
+import { detail, WireErrors } from "./Errors.js"
 import { DeliveryId, Mode, UserId, WebhookEndpointId } from "./Ids.js"
 
 /** Every state change of an intent is one event of one of these types. */
@@ -53,15 +53,15 @@ export class Delivery extends Schema.Class<Delivery>("Delivery")({
 }) {}
 
 export class WebhookEndpointNotFound extends Schema.TaggedError<WebhookEndpointNotFound>()("WebhookEndpointNotFound", {
-  detail: detail("Webhook endpoint not found")
+  detail: detail(WireErrors.WebhookEndpointNotFound)
 }) {}
 
 export class DeliveryNotFound extends Schema.TaggedError<DeliveryNotFound>()("DeliveryNotFound", {
-  detail: detail("Delivery not found")
+  detail: detail(WireErrors.DeliveryNotFound)
 }) {}
 
 export class WebhookEndpointDisabled extends Schema.TaggedError<WebhookEndpointDisabled>()("WebhookEndpointDisabled", {
-  detail: detail("The webhook endpoint is disabled: it answered 410 Gone. Create a new endpoint to receive events again")
+  detail: detail(WireErrors.WebhookEndpointDisabled)
 }) {}
 
 /**

@@ -7,8 +7,7 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { Api } from "../api/Api.js"
-import { edgeErrors } from "../api/ApiErrors.js"
-import { ValidationError } from "../domain/Errors.js"
+import { ValidationError, WireErrors } from "../domain/Errors.js"
 import { isDatabaseUnavailable } from "../sql/Availability.js"
 import * as BoundedRequest from "./BoundedRequest.js"
 import { MAX_BODY_BYTES } from "./Edge.js"
@@ -54,7 +53,7 @@ export const layer = HttpApiBuilder.middleware(Api, (app) =>
       HttpServerRequest.HttpServerRequest,
       (request) =>
         hasNulInPath(request.url)
-          ? errorResponse(edgeErrors.notFound)
+          ? errorResponse(WireErrors.NotFound)
           : Effect.flatMap(
             BoundedRequest.make(request, MAX_BODY_BYTES),
             (bounded) => Effect.provideService(app, HttpServerRequest.HttpServerRequest, bounded)
@@ -67,25 +66,25 @@ export const layer = HttpApiBuilder.middleware(Api, (app) =>
         if (error instanceof HttpApiDecodeError) {
           return Effect.fail(new ValidationError({ detail: describeIssue(error.issues[0]) }))
         }
-        if (error instanceof RouteNotFound) return errorResponse(edgeErrors.notFound)
+        if (error instanceof RouteNotFound) return errorResponse(WireErrors.NotFound)
         return Effect.failCause(cause)
       }
       const defect = Cause.dieOption(cause)
       if (Option.isNone(defect)) return Effect.failCause(cause)
       if (defect.value instanceof RequestError && defect.value.reason === "Decode") {
         const refused = BoundedRequest.refusal(defect.value)
-        if (refused?._tag === "BodyTooLarge") return errorResponse(edgeErrors.payloadTooLarge)
+        if (refused?._tag === "BodyTooLarge") return errorResponse(WireErrors.PayloadTooLarge)
         return Effect.fail(new ValidationError({ detail: refused?.detail ?? "Request body must be valid JSON" }))
       }
       if (isDatabaseUnavailable(defect.value)) {
         return Effect.zipRight(
           Effect.logWarning("database unavailable", cause),
-          Effect.map(errorResponse(edgeErrors.unavailable), HttpServerResponse.setHeader("retry-after", "1"))
+          Effect.map(errorResponse(WireErrors.Unavailable), HttpServerResponse.setHeader("retry-after", "1"))
         )
       }
       return Effect.zipRight(
         Effect.logError("unexpected failure", cause),
-        errorResponse(edgeErrors.internal)
+        errorResponse(WireErrors.InternalError)
       )
     }
   ))

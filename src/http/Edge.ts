@@ -6,8 +6,8 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
-import { edgeErrors } from "../api/ApiErrors.js"
 import { CurrentRequestId } from "../api/RequestId.js"
+import { WireErrors } from "../domain/Errors.js"
 import { Ids } from "../services/Ids.js"
 import { errorResponse } from "./ErrorResponse.js"
 
@@ -27,8 +27,8 @@ const isJson = (contentType: string | undefined) =>
 /** What the edge refuses before any parsing: an oversized body, a body that is not JSON. */
 const refusal = (request: HttpServerRequest.HttpServerRequest) => {
   const length = Number(request.headers["content-length"] ?? 0)
-  if (length > MAX_BODY_BYTES) return edgeErrors.payloadTooLarge
-  if (hasBody(request.headers) && !isJson(request.headers["content-type"])) return edgeErrors.unsupportedMediaType
+  if (length > MAX_BODY_BYTES) return WireErrors.PayloadTooLarge
+  if (hasBody(request.headers) && !isJson(request.headers["content-type"])) return WireErrors.UnsupportedMediaType
   return undefined
 }
 

@@ -1,15 +1,17 @@
 import * as Crypto from "node:crypto"
 import * as Http from "node:http"
-import { edgeErrors } from "../api/ApiErrors.js"
+import { WireErrors } from "../domain/Errors.js"
+import type { Refusal } from "./ErrorResponse.js"
+import { errorBody } from "./ErrorResponse.js"
 
 /** Request headers beyond this many bytes are refused with 431 before anything reads them. */
 export const MAX_HEADER_BYTES = 16 * 1024
 
-const refuse = (socket: NodeJS.WritableStream & { destroy: () => void }, status: number, code: string, detail: string) => {
+const refuse = (socket: NodeJS.WritableStream & { destroy: () => void }, refusal: Refusal) => {
   const requestId = `req_${Crypto.randomUUID().replaceAll("-", "")}`
-  const body = JSON.stringify({ detail, error_code: code, request_id: requestId })
+  const body = JSON.stringify(errorBody(refusal, requestId))
   socket.end(
-    `HTTP/1.1 ${status} ${Http.STATUS_CODES[status] ?? ""}\r\nContent-Type: application/json\r\n` +
+    `HTTP/1.1 ${refusal.status} ${Http.STATUS_CODES[refusal.status] ?? ""}\r\nContent-Type: application/json\r\n` +
       `X-Request-Id: ${requestId}\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
   )
@@ -25,12 +27,9 @@ export const make = () => {
   server.keepAliveTimeout = 5_000
   server.on("clientError", (error: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) return socket.destroy()
-    if (error.code === "HPE_HEADER_OVERFLOW") {
-      const { detail, error_code, status } = edgeErrors.headersTooLarge
-      return refuse(socket, status, error_code, detail)
-    }
-    if (error.code === "ERR_HTTP_REQUEST_TIMEOUT") return refuse(socket, 408, "request_timeout", "Request timed out")
-    refuse(socket, 400, "bad_request", "Malformed HTTP request")
+    if (error.code === "HPE_HEADER_OVERFLOW") return refuse(socket, WireErrors.HeadersTooLarge)
+    if (error.code === "ERR_HTTP_REQUEST_TIMEOUT") return refuse(socket, WireErrors.RequestTimeout)
+    refuse(socket, WireErrors.BadRequest)
   })
   return server
 }
