@@ -17,6 +17,8 @@ import {
   CreateWebhookEndpointPayload
 } from "../src/api/AdminApi.js"
 import * as Client from "../src/Client.js"
+import { WireErrors } from "../src/domain/Errors.js"
+import { ApiKeyId, DeliveryId, UserId, WebhookEndpointId } from "../src/domain/Ids.js"
 
 const usage = `Usage: npm run admin -- <command> [flags]
 
@@ -65,8 +67,21 @@ const parsed = Effect.try({ try: parse, catch: (error) => new Error(`${String(er
 const integer = (value: string | undefined) => (value === undefined ? undefined : Number(value))
 type Flags = ReturnType<typeof parse>["values"]
 
-const required = (values: Flags, flag: "user" | "key" | "endpoint" | "delivery") =>
-  Effect.fromNullable(values[flag]).pipe(Effect.orElseFail(() => new Error(`--${flag} is required\n\n${usage}`)))
+/** An id flag, decoded as the API decodes the path: a malformed id names nothing, like an unknown one. */
+const idFlag = <A>(
+  flag: "user" | "key" | "endpoint" | "delivery",
+  id: Schema.Schema<A, string>,
+  notFound: { readonly detail: string }
+) =>
+(values: Flags) =>
+  Effect.fromNullable(values[flag]).pipe(
+    Effect.orElseFail(() => new Error(`--${flag} is required\n\n${usage}`)),
+    Effect.flatMap((value) => Effect.mapError(Schema.decode(id)(value), () => new Error(notFound.detail)))
+  )
+const userId = idFlag("user", UserId, WireErrors.UserNotFound)
+const keyId = idFlag("key", ApiKeyId, WireErrors.ApiKeyNotFound)
+const endpointId = idFlag("endpoint", WebhookEndpointId, WireErrors.WebhookEndpointNotFound)
+const deliveryId = idFlag("delivery", DeliveryId, WireErrors.DeliveryNotFound)
 
 /** Flags become the same payloads the API decodes, so the CLI refuses what the API would. */
 const decode = <A, I>(schema: Schema.Schema<A, I>, input: unknown) =>
@@ -93,10 +108,10 @@ const main = Effect.gen(function*() {
           })
         })
       case "get-user":
-        return yield* admin.getUser({ path: { user_id: yield* required(values, "user") } })
+        return yield* admin.getUser({ path: { user_id: yield* userId(values) } })
       case "create-key":
         return yield* admin.createApiKey({
-          path: { user_id: yield* required(values, "user") },
+          path: { user_id: yield* userId(values) },
           payload: yield* decode(CreateApiKeyPayload, {
             name: values.name,
             mode: values.mode,
@@ -105,13 +120,13 @@ const main = Effect.gen(function*() {
           })
         })
       case "list-keys":
-        return yield* admin.listApiKeys({ path: { user_id: yield* required(values, "user") } })
+        return yield* admin.listApiKeys({ path: { user_id: yield* userId(values) } })
       case "revoke-key":
-        yield* admin.revokeApiKey({ path: { key_id: yield* required(values, "key") } })
+        yield* admin.revokeApiKey({ path: { key_id: yield* keyId(values) } })
         return { revoked: values.key }
       case "create-broker":
         return yield* admin.createBroker({
-          path: { user_id: yield* required(values, "user") },
+          path: { user_id: yield* userId(values) },
           payload: yield* decode(CreateBrokerPayload, {
             name: values.name,
             kind: values.kind,
@@ -125,7 +140,7 @@ const main = Effect.gen(function*() {
         })
       case "create-webhook":
         return yield* admin.createWebhookEndpoint({
-          path: { user_id: yield* required(values, "user") },
+          path: { user_id: yield* userId(values) },
           payload: yield* decode(CreateWebhookEndpointPayload, {
             url: values.url,
             mode: values.mode,
@@ -133,17 +148,17 @@ const main = Effect.gen(function*() {
           })
         })
       case "list-webhooks":
-        return yield* admin.listWebhookEndpoints({ path: { user_id: yield* required(values, "user") } })
+        return yield* admin.listWebhookEndpoints({ path: { user_id: yield* userId(values) } })
       case "delete-webhook":
-        yield* admin.deleteWebhookEndpoint({ path: { endpoint_id: yield* required(values, "endpoint") } })
+        yield* admin.deleteWebhookEndpoint({ path: { endpoint_id: yield* endpointId(values) } })
         return { deleted: values.endpoint }
       case "deliveries":
         return yield* admin.listDeliveries({
-          path: { endpoint_id: yield* required(values, "endpoint") },
+          path: { endpoint_id: yield* endpointId(values) },
           urlParams: { limit: integer(values.limit) }
         })
       case "resend":
-        return yield* admin.resendDelivery({ path: { delivery_id: yield* required(values, "delivery") } })
+        return yield* admin.resendDelivery({ path: { delivery_id: yield* deliveryId(values) } })
       default:
         return yield* Effect.fail(new Error(`Unknown command: ${command}\n\n${usage}`))
     }

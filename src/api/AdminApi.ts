@@ -4,11 +4,12 @@ import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { MAX_INT4, rule } from "../domain/Errors.js"
 import { ApiKey, ApiKeyScope, BrokerKind, Tier, User } from "../domain/Account.js"
-import { BrokerId, Mode } from "../domain/Ids.js"
+import { ApiKeyId, BrokerId, DeliveryId, Mode, UserId, WebhookEndpointId } from "../domain/Ids.js"
 import { Delivery, EventType, WebhookEndpoint } from "../domain/Webhook.js"
 import {
   ApiKeyNotFoundResponse,
   DeliveryNotFoundResponse,
+  pathId,
   UnprocessableResponse,
   UserNotFoundResponse,
   WebhookEndpointDisabledResponse,
@@ -106,8 +107,8 @@ const DeliveriesQuery = Schema.Struct({
   )
 })
 
-const UserPath = Schema.Struct({ user_id: Schema.String })
-const EndpointPath = Schema.Struct({ endpoint_id: Schema.String })
+const UserPath = Schema.Struct({ user_id: pathId(UserId, "UserNotFound") })
+const EndpointPath = Schema.Struct({ endpoint_id: pathId(WebhookEndpointId, "WebhookEndpointNotFound") })
 
 /** The operator API: it stands in for the customers' dashboard. */
 export class AdminApi extends HttpApiGroup.make("admin")
@@ -137,7 +138,7 @@ export class AdminApi extends HttpApiGroup.make("admin")
   )
   .add(
     HttpApiEndpoint.del("revokeApiKey", "/api-keys/:key_id")
-      .setPath(Schema.Struct({ key_id: Schema.String }))
+      .setPath(Schema.Struct({ key_id: pathId(ApiKeyId, "ApiKeyNotFound") }))
       .addSuccess(Schema.Void, { status: 204 })
       .addError(ApiKeyNotFoundResponse)
   )
@@ -177,7 +178,7 @@ export class AdminApi extends HttpApiGroup.make("admin")
   )
   .add(
     HttpApiEndpoint.post("resendDelivery", "/deliveries/:delivery_id/resend")
-      .setPath(Schema.Struct({ delivery_id: Schema.String }))
+      .setPath(Schema.Struct({ delivery_id: pathId(DeliveryId, "DeliveryNotFound") }))
       .addSuccess(Delivery, { status: 202 })
       .addError(DeliveryNotFoundResponse)
       .addError(WebhookEndpointDisabledResponse)

@@ -63,3 +63,29 @@ export const RateLimitedResponse = wire(RateLimited, { retry_after: Schema.Int }
 export const QuotaExceededResponse = wire(QuotaExceeded, { retry_after: Schema.Int })
 export const InternalErrorResponse = wire(InternalError)
 export const UnavailableResponse = wire(Unavailable)
+
+/** The typed errors that say an id names nothing. */
+type NotFoundTag = "IntentNotFound" | "UserNotFound" | "ApiKeyNotFound" | "WebhookEndpointNotFound" | "DeliveryNotFound"
+
+const malformedIdMessage = (notFound: NotFoundTag) => `malformed path id (${notFound})`
+
+/**
+ * A branded id read from a path. A malformed id names nothing, so it is answered as the
+ * resource's `notFound`, exactly like an unknown id; `malformedPathId` recognises its decode issue.
+ */
+export const pathId = <A, I, R>(id: Schema.Schema<A, I, R>, notFound: NotFoundTag) =>
+  id.annotations({ message: () => ({ message: malformedIdMessage(notFound), override: true }) })
+
+const notFoundTags: ReadonlyArray<NotFoundTag> = [
+  "IntentNotFound",
+  "UserNotFound",
+  "ApiKeyNotFound",
+  "WebhookEndpointNotFound",
+  "DeliveryNotFound"
+]
+
+/** The not-found error a request decode issue stands for, when it is a malformed `pathId`. */
+export const malformedPathId = (issue: { readonly message: string } | undefined) => {
+  const notFound = notFoundTags.find((tag) => issue?.message === malformedIdMessage(tag))
+  return notFound === undefined ? undefined : WireErrors[notFound]
+}

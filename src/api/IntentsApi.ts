@@ -3,12 +3,14 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { MAX_INT4, NulFreeString, rule } from "../domain/Errors.js"
+import { IntentId } from "../domain/Ids.js"
 import { CreateIntentPayload, IntentStatus, TradeIntent } from "../domain/Intent.js"
 import {
   BrokerNotFoundResponse,
   DuplicateIntentResponse,
   IntentNotCancelableResponse,
   IntentNotFoundResponse,
+  pathId,
   QuotaExceededResponse,
   UnavailableResponse,
   UnprocessableResponse
@@ -45,8 +47,7 @@ export class IntentPage extends Schema.Class<IntentPage>("IntentPage")({
   total_pages: Schema.Int
 }) {}
 
-/** `{id}`: every string is accepted, so that a malformed id is a 404 like an unknown one. */
-const IntentPath = Schema.Struct({ id: Schema.String })
+const IntentPath = Schema.Struct({ id: pathId(IntentId, "IntentNotFound") })
 
 /** The v1 Trade Intent endpoints. */
 export class IntentsApi extends HttpApiGroup.make("intents")

@@ -7,6 +7,7 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { Api } from "../api/Api.js"
+import { malformedPathId } from "../api/ApiErrors.js"
 import { ValidationError, WireErrors } from "../domain/Errors.js"
 import { isDatabaseUnavailable } from "../sql/Availability.js"
 import * as BoundedRequest from "./BoundedRequest.js"
@@ -40,10 +41,11 @@ export const hasNulInPath = (url: string): boolean => {
 }
 
 /**
- * Every failure that is not one of the handlers' typed errors becomes the error body: decode
- * failures, malformed or refused JSON a 400, a body over the limit a 413, unknown routes a 404, a
- * database that cannot be reached a 503 with `Retry-After`, anything unexpected a 500 that leaks
- * nothing (the cause is logged, never sent). A path holding a NUL names nothing: a 404 like an
+ * Every failure that is not one of the handlers' typed errors becomes the error body: a malformed
+ * id in a path the resource's 404, like an unknown id; other decode failures, malformed or refused
+ * JSON a 400, a body over the limit a 413, unknown routes a 404, a database that cannot be
+ * reached a 503 with `Retry-After`, anything unexpected a 500 that leaks nothing (the cause is
+ * logged, never sent). A path holding a NUL names nothing: a 404 like an
  * unknown id, answered before the route runs, so no key check or query ever sees the NUL. The
  * routes read the body through `BoundedRequest`: at most `MAX_BODY_BYTES` of it, as strict JSON.
  */
@@ -64,6 +66,8 @@ export const layer = HttpApiBuilder.middleware(Api, (app) =>
       if (Option.isSome(failure)) {
         const error: unknown = failure.value
         if (error instanceof HttpApiDecodeError) {
+          const notFound = malformedPathId(error.issues[0])
+          if (notFound !== undefined) return errorResponse(notFound)
           return Effect.fail(new ValidationError({ detail: describeIssue(error.issues[0]) }))
         }
         if (error instanceof RouteNotFound) return errorResponse(WireErrors.NotFound)
