@@ -65,8 +65,16 @@ export const InternalErrorResponse = wire(InternalError)
 export const UnavailableResponse = wire(Unavailable)
 
 /** The typed errors that say an id names nothing. */
-type NotFoundTag = "IntentNotFound" | "UserNotFound" | "ApiKeyNotFound" | "WebhookEndpointNotFound" | "DeliveryNotFound"
+const notFoundTags = [
+  "IntentNotFound",
+  "UserNotFound",
+  "ApiKeyNotFound",
+  "WebhookEndpointNotFound",
+  "DeliveryNotFound"
+] as const satisfies ReadonlyArray<keyof WireErrors>
+type NotFoundTag = typeof notFoundTags[number]
 
+/** The decode issue's message of a malformed path id: never shown, it names the error to answer. */
 const malformedIdMessage = (notFound: NotFoundTag) => `malformed path id (${notFound})`
 
 /**
@@ -76,15 +84,7 @@ const malformedIdMessage = (notFound: NotFoundTag) => `malformed path id (${notF
 export const pathId = <A, I, R>(id: Schema.Schema<A, I, R>, notFound: NotFoundTag) =>
   id.annotations({ message: () => ({ message: malformedIdMessage(notFound), override: true }) })
 
-const notFoundTags: ReadonlyArray<NotFoundTag> = [
-  "IntentNotFound",
-  "UserNotFound",
-  "ApiKeyNotFound",
-  "WebhookEndpointNotFound",
-  "DeliveryNotFound"
-]
-
-/** The not-found error a request decode issue stands for, when it is a malformed `pathId`. */
+/** The not-found error a request's decode issue stands for, when it is a malformed `pathId`. */
 export const malformedPathId = (issue: { readonly message: string } | undefined) => {
   const notFound = notFoundTags.find((tag) => issue?.message === malformedIdMessage(tag))
   return notFound === undefined ? undefined : WireErrors[notFound]
