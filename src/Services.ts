@@ -11,7 +11,7 @@ import * as SqlAccountRepository from "./services/accounts/SqlAccountRepository.
 import { CredentialsCipher } from "./services/CredentialsCipher.js"
 import * as InMemoryAccountRepository from "./services/accounts/InMemoryAccountRepository.js"
 import { Health } from "./services/Health.js"
-import { Ids } from "./services/Ids.js"
+import { IdGenerator } from "./services/IdGenerator.js"
 import * as InMemoryIntentRepository from "./services/intents/InMemoryIntentRepository.js"
 import { Intents } from "./services/intents/Intents.js"
 import * as SqlIntentRepository from "./services/intents/SqlIntentRepository.js"
@@ -67,7 +67,7 @@ export const ports = (options: ServiceOptions) =>
     rateLimiter(options.rateLimits),
     Health.layer,
     CredentialsCipher.layer(options.credentialsKey)
-  ).pipe(Layer.provideMerge(Ids.layer))
+  ).pipe(Layer.provideMerge(IdGenerator.layer))
 
 /** The ports in memory, for fast tests of everything above them: no database at all. */
 export const portsInMemory = (options: ServiceOptions) =>
@@ -78,7 +78,7 @@ export const portsInMemory = (options: ServiceOptions) =>
     WebhookSigner.layer,
     RateLimiter.layerInMemory,
     Health.layerInMemory,
-    Ids.layer,
+    IdGenerator.layer,
     CredentialsCipher.layer(options.credentialsKey)
   )
 
@@ -122,11 +122,11 @@ const localCredentialsKey = (dataDir: string) =>
     const fs = yield* FileSystem.FileSystem
     const path = `${dataDir}/${KEY_FILE}`
     if (!(yield* fs.exists(path))) {
-      const ids = yield* Ids
+      const ids = yield* IdGenerator
       yield* fs.writeFileString(path, yield* ids.hex(32), { mode: 0o600 })
     }
     return Redacted.make((yield* fs.readFileString(path)).trim())
-  }).pipe(Effect.provide(Ids.layer), Effect.orDie)
+  }).pipe(Effect.provide(IdGenerator.layer), Effect.orDie)
 
 /** `layer` from the configuration (the environment variables), on the database in context. */
 export const layerConfig = Layer.unwrapEffect(

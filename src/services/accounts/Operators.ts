@@ -2,7 +2,6 @@ import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import * as Crypto from "node:crypto"
 import {
   allScopes,
   ApiKeyNotFound,
@@ -13,16 +12,13 @@ import {
   tierLimits,
   UserNotFound
 } from "../../domain/Account.js"
-import { apiKeyHint } from "../../domain/ApiKeyFormat.js"
+import { apiKeyHint, hashApiKey } from "../../domain/ApiKeyFormat.js"
 import { ValidationError } from "../../domain/Errors.js"
 import { ApiKeyId, BrokerId, type Mode, UserId } from "../../domain/Ids.js"
 import { CredentialsCipher } from "../CredentialsCipher.js"
-import { Ids } from "../Ids.js"
+import { IdGenerator } from "../IdGenerator.js"
 import { AccountRepository } from "./AccountRepository.js"
 import { ApiKeyCache } from "./ApiKeyCache.js"
-
-/** The key is never stored: only its SHA-256. */
-export const hashApiKey = (key: string): string => Crypto.createHash("sha256").update(key).digest("hex")
 
 const isUserId = Schema.is(UserId)
 const isApiKeyId = Schema.is(ApiKeyId)
@@ -33,7 +29,7 @@ const ALPACA_LIVE_URL = "https://api.alpaca.markets"
 export class Operators extends Effect.Service<Operators>()("Operators", {
   effect: Effect.gen(function*() {
     const accounts = yield* AccountRepository
-    const ids = yield* Ids
+    const ids = yield* IdGenerator
     const cipher = yield* CredentialsCipher
     const keyCache = yield* ApiKeyCache
 

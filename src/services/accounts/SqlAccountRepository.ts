@@ -7,20 +7,8 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { ApiKey, ApiKeyScope, BrokerConnection, BrokerKind, Tier, User } from "../../domain/Account.js"
 import { ApiKeyId, BrokerId, Mode, UserId } from "../../domain/Ids.js"
+import { API_KEYS_CHANNEL, KeyCreated } from "../../sql/Channels.js"
 import { AccountRepository } from "./AccountRepository.js"
-
-/**
- * A key's creation and its revocation notify this channel at commit, so that every instance knows
- * the keys that exist: a revocation with the key's id, a creation with {@link KeyCreated} as JSON.
- */
-export const API_KEYS_CHANNEL = "api_keys_revoked"
-
-/** The payload of a key's creation: its id, its hash and when it expires (Unix milliseconds). */
-export const KeyCreated = Schema.parseJson(Schema.Struct({
-  created: Schema.String,
-  key_hash: Schema.String,
-  expires_at: Schema.NullOr(Schema.Number)
-}))
 
 const encodeKeyCreated = Schema.encodeSync(KeyCreated)
 

@@ -20,8 +20,9 @@ import {
 } from "../../domain/Intent.js"
 import { applyLocalCancel, isFinal } from "../../domain/Routing.js"
 import { IntentRepository, type Quota } from "./IntentRepository.js"
-import * as SqlTransitions from "./SqlTransitions.js"
-import { DELIVERIES_DUE, eventTables, intentObject, ROUTING_CHANNEL } from "./SqlTransitions.js"
+import { ROUTING_CHANNEL } from "../../sql/Channels.js"
+import * as Outbox from "../../sql/Outbox.js"
+import { DELIVERIES_DUE, eventTables, intentObject } from "../../sql/Outbox.js"
 
 const isUuid = Schema.is(Schema.UUID)
 
@@ -211,7 +212,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
         if (intent === undefined) return yield* new IntentNotFound()
         if (isFinal(intent.status)) return yield* IntentNotCancelable.of(intent.status)
         const at = DateTime.toDate(now)
-        const transitions = SqlTransitions.make(sql, Effect.succeed(eventId))
+        const transitions = Outbox.make(sql, Effect.succeed(eventId))
         yield* sql`UPDATE intents SET cancel_requested_at = ${at} WHERE id = ${intentId}`
         if (!intent.has_order) {
           // A submission never claimed cannot have reached the broker: take it back and cancel here.

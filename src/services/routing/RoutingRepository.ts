@@ -5,11 +5,8 @@ import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import type { IntentId, Mode, UserId } from "../../domain/Ids.js"
 import type { IntentStatus, OrderSpec } from "../../domain/Intent.js"
-import type { Transition } from "../../domain/Routing.js"
+import type { JobKind, Transition } from "../../domain/Routing.js"
 import type { BrokerOrder, Connection } from "../brokers/BrokerGateway.js"
-
-export type { JobKind } from "../intents/SqlTransitions.js"
-import type { JobKind } from "../intents/SqlTransitions.js"
 
 /**
  * A claimed unit of routing work. `claims` counts how often it was claimed: more than 1 means an

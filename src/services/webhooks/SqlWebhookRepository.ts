@@ -9,7 +9,8 @@ import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import { DeliveryId, Mode, UserId, WebhookEndpointId } from "../../domain/Ids.js"
 import { Delivery, EventType, WebhookEndpoint } from "../../domain/Webhook.js"
-import { iso, WEBHOOK_CHANNEL } from "../intents/SqlTransitions.js"
+import { WEBHOOK_CHANNEL } from "../../sql/Channels.js"
+import { iso } from "../../sql/Outbox.js"
 import { type AttemptResult, WebhookRepository } from "./WebhookRepository.js"
 
 const Timestamp = Schema.DateTimeUtcFromDate

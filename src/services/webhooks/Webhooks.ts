@@ -14,7 +14,7 @@ import {
   WebhookEndpointNotFound
 } from "../../domain/Webhook.js"
 import { Operators } from "../accounts/Operators.js"
-import { Ids } from "../Ids.js"
+import { IdGenerator } from "../IdGenerator.js"
 import { requirePublic } from "./PublicAddress.js"
 import { WebhookRepository } from "./WebhookRepository.js"
 
@@ -25,7 +25,7 @@ const isDeliveryId = Schema.is(DeliveryId)
 export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
   effect: Effect.gen(function*() {
     const repository = yield* WebhookRepository
-    const ids = yield* Ids
+    const ids = yield* IdGenerator
 
     const requireUser = (yield* Operators).getUser
 
