@@ -49,9 +49,9 @@ const resolve: PublicAddress.Resolve = (host) => {
  * (standing in for a public address: only loopback traffic is possible here); a receiver has 10 s.
  */
 const service = <E, R>(database: Layer.Layer<SqlClient.SqlClient | Database.Notifications, E, R>) =>
-  Server.layer.pipe(
+  Server.layer(TestServer.options).pipe(
     Layer.provideMerge(
-      Services.layerWithWorkers(TestServer.options, {
+      Services.layer(TestServer.options, {
         routing: TestServer.routing,
         webhooks: {
           ...TestServer.webhooks,
