@@ -1,21 +1,18 @@
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import { AccountRepository } from "./services/accounts/AccountRepository.js"
 import { ApiKeyCache } from "./services/accounts/ApiKeyCache.js"
 import { Operators } from "./services/accounts/Operators.js"
-import * as SqlAccountRepository from "./services/accounts/SqlAccountRepository.js"
+import { BrokerGateway } from "./services/brokers/BrokerGateway.js"
 import { CredentialsCipher } from "./services/CredentialsCipher.js"
-import * as InMemoryAccountRepository from "./services/accounts/InMemoryAccountRepository.js"
 import { Health } from "./services/Health.js"
 import { IdGenerator } from "./services/IdGenerator.js"
-import * as InMemoryIntentRepository from "./services/intents/InMemoryIntentRepository.js"
+import { IntentRepository } from "./services/intents/IntentRepository.js"
 import { Intents } from "./services/intents/Intents.js"
-import * as SqlIntentRepository from "./services/intents/SqlIntentRepository.js"
 import { RateLimiter } from "./services/RateLimiter.js"
-import * as Brokers from "./services/brokers/Brokers.js"
-import * as SqlRoutingRepository from "./services/routing/SqlRoutingRepository.js"
-import * as InMemoryWebhookRepository from "./services/webhooks/InMemoryWebhookRepository.js"
-import * as SqlWebhookRepository from "./services/webhooks/SqlWebhookRepository.js"
+import { RoutingRepository } from "./services/routing/RoutingRepository.js"
+import { WebhookRepository } from "./services/webhooks/WebhookRepository.js"
 import { Webhooks } from "./services/webhooks/Webhooks.js"
 import { WebhookSigner } from "./services/webhooks/WebhookSigner.js"
 import * as RoutingWorker from "./workers/RoutingWorker.js"
@@ -50,23 +47,23 @@ const rateLimiter = (store: RateLimitStore | undefined) => {
 /** The ports' real implementations, on the `SqlClient` in context. */
 export const ports = (options: ServiceOptions) =>
   Layer.mergeAll(
-    SqlIntentRepository.layerWith({ creationQueue: options.creationQueue }),
-    SqlAccountRepository.layer,
-    SqlRoutingRepository.layer,
-    SqlWebhookRepository.layer,
+    IntentRepository.layerSql({ creationQueue: options.creationQueue }),
+    AccountRepository.layerSql,
+    RoutingRepository.layerSql,
+    WebhookRepository.layerSql,
     WebhookSigner.layer,
-    Brokers.layer,
+    BrokerGateway.layer,
     rateLimiter(options.rateLimits),
-    Health.layer,
+    Health.layerSql,
     CredentialsCipher.layer(options.credentialsKey)
   ).pipe(Layer.provideMerge(IdGenerator.layer))
 
 /** The ports in memory, for fast tests of everything above them: no database at all. */
 export const portsInMemory = (options: ServiceOptions) =>
   Layer.mergeAll(
-    InMemoryIntentRepository.layer,
-    InMemoryAccountRepository.layer,
-    InMemoryWebhookRepository.layer,
+    IntentRepository.layerInMemory,
+    AccountRepository.layerInMemory,
+    WebhookRepository.layerInMemory,
     WebhookSigner.layer,
     RateLimiter.layerInMemory,
     Health.layerInMemory,

@@ -2,7 +2,6 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlSchema from "@effect/sql/SqlSchema"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { ApiKey, ApiKeyScope, BrokerConnection, BrokerKind, Tier, User } from "../../domain/Account.js"
@@ -222,4 +221,3 @@ export const make = Effect.gen(function*() {
 })
 
 /** The repository on the `SqlClient` in context: PostgreSQL or embedded PGlite alike. */
-export const layer = Layer.effect(AccountRepository, make)

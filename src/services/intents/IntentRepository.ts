@@ -1,6 +1,7 @@
 import * as Context from "effect/Context"
 import type * as DateTime from "effect/DateTime"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import type { QuotaExceeded } from "../../domain/Auth.js"
 import type { Unavailable } from "../../domain/Errors.js"
@@ -13,6 +14,8 @@ import type {
   NewIntent,
   TradeIntent
 } from "../../domain/Intent.js"
+import * as InMemoryIntentRepository from "./InMemoryIntentRepository.js"
+import * as SqlIntentRepository from "./SqlIntentRepository.js"
 
 /** The monthly quota a creation is held to (live intents only). */
 export interface Quota {
@@ -59,4 +62,11 @@ export class IntentRepository extends Context.Tag("IntentRepository")<IntentRepo
     owner: Owner,
     query: IntentQuery
   ) => Effect.Effect<{ readonly items: ReadonlyArray<TradeIntent>; readonly total: number }>
-}>() {}
+}>() {
+  // The implementations import this Tag: `Effect.suspend` reads them only when the Layer is built.
+  /** On the `SqlClient` in context, creations batched (at most `creationQueue` waiting). */
+  static readonly layerSql = (options: SqlIntentRepository.Options = {}) =>
+    Layer.scoped(this, Effect.suspend(() => SqlIntentRepository.make(options)))
+  /** In memory: no database at all. */
+  static readonly layerInMemory = Layer.effect(this, Effect.suspend(() => InMemoryIntentRepository.make))
+}

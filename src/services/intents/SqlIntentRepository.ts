@@ -2,7 +2,6 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { QuotaExceeded } from "../../domain/Auth.js"
@@ -262,6 +261,3 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
 })
 
 /** The repository on the `SqlClient` in context: PostgreSQL or embedded PGlite alike. */
-export const layerWith = (options: Options) => Layer.scoped(IntentRepository, make(options))
-
-export const layer = layerWith({})

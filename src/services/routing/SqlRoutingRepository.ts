@@ -2,7 +2,6 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { BrokerKind } from "../../domain/Account.js"
@@ -255,5 +254,3 @@ export const make = Effect.gen(function*() {
       )
   })
 })
-
-export const layer = Layer.effect(RoutingRepository, make)

@@ -3,7 +3,6 @@ import * as SqlSchema from "@effect/sql/SqlSchema"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
@@ -300,5 +299,3 @@ export const make = Effect.gen(function*() {
       )
   })
 })
-
-export const layer = Layer.effect(WebhookRepository, make)
