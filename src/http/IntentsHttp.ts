@@ -2,11 +2,18 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import { Api } from "../api/Api.js"
 import { IntentPage } from "../api/IntentsApi.js"
 import { CurrentPrincipal } from "../api/Security.js"
-import type { DuplicateIntent } from "../domain/Intent.js"
+import { IntentId } from "../domain/Ids.js"
+import { type DuplicateIntent, IntentNotFound } from "../domain/Intent.js"
 import { Intents } from "../services/intents/Intents.js"
+
+/** A path id of the brand's shape, or the resource's not-found error: a malformed id is as unknown as an absent one. */
+const pathId = <A, E>(schema: Schema.Schema<A, string>, notFound: () => E) => (id: string): Effect.Effect<A, E> =>
+  Effect.mapError(Schema.decode(schema)(id), notFound)
+const intentId = pathId(IntentId, () => new IntentNotFound())
 
 const setHeader = (name: string, value: string) =>
   HttpApp.appendPreResponseHandler((_, response) => Effect.succeed(HttpServerResponse.setHeader(response, name, value)))
@@ -31,11 +38,11 @@ export const IntentsHttpLive = HttpApiBuilder.group(Api, "intents", (handlers) =
             intentsPerMonth: principal.user.intents_per_month
           }, payload)).pipe(Effect.tapError(creationHeaders)))
       .handle("getIntent", ({ path }) =>
-        Effect.flatMap(CurrentPrincipal, (principal) => intents.get(principal.owner, path.id)))
+        Effect.zip(CurrentPrincipal, intentId(path.id)).pipe(Effect.flatMap(([principal, id]) => intents.get(principal.owner, id))))
       .handle("getIntentByExternalId", ({ path }) =>
         Effect.flatMap(CurrentPrincipal, (principal) => intents.getByExternalId(principal.owner, path.intent_id)))
       .handle("cancelIntent", ({ path }) =>
-        Effect.flatMap(CurrentPrincipal, (principal) => intents.cancel(principal.owner, path.id)))
+        Effect.zip(CurrentPrincipal, intentId(path.id)).pipe(Effect.flatMap(([principal, id]) => intents.cancel(principal.owner, id))))
       .handle("listIntents", ({ urlParams }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal

@@ -126,7 +126,6 @@ for (const [name, backend] of backends) {
             expect(Option.isNone(yield* intents.findByExternalId(other, input.intent_id))).toBe(true)
             expect((yield* intents.list(other, { page: 1, pageSize: 100 })).total).toBe(0)
           }
-          expect(Option.isNone(yield* intents.findById(owner, "not-a-uuid"))).toBe(true)
         }))
 
       it.effect("refuses a second intent with the same intent_id per user and mode, naming the first", () =>

@@ -158,16 +158,14 @@ export const make = Effect.gen(function*() {
         Effect.withSpan("AccountRepository.listApiKeys")
       ),
     revokeApiKey: (id, at) =>
-      isUuid(id)
-        ? sql<{ id: string }>`WITH revoked AS (
-                                UPDATE api_keys SET revoked_at = ${DateTime.toDate(at)}
-                                WHERE id = ${id} AND revoked_at IS NULL RETURNING id)
-                              SELECT id, pg_notify(${API_KEYS_CHANNEL}, id::text) FROM revoked`.pipe(
-            Effect.map((rows) => rows.length > 0),
-            orDie,
-            Effect.withSpan("AccountRepository.revokeApiKey")
-          )
-        : Effect.succeed(false),
+      sql<{ id: string }>`WITH revoked AS (
+                            UPDATE api_keys SET revoked_at = ${DateTime.toDate(at)}
+                            WHERE id = ${id} AND revoked_at IS NULL RETURNING id)
+                          SELECT id, pg_notify(${API_KEYS_CHANNEL}, id::text) FROM revoked`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        orDie,
+        Effect.withSpan("AccountRepository.revokeApiKey")
+      ),
     findApiKeyByHash: (hash) =>
       selectKeyByHash(hash).pipe(
         Effect.map(Option.map((row) => ({

@@ -5,7 +5,7 @@ import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import type { QuotaExceeded } from "../../domain/Auth.js"
 import type { Unavailable } from "../../domain/Errors.js"
-import type { Owner } from "../../domain/Ids.js"
+import type { IntentId, Owner } from "../../domain/Ids.js"
 import type {
   DuplicateIntent,
   IntentNotCancelable,
@@ -46,7 +46,7 @@ export class IntentRepository extends Context.Tag("IntentRepository")<IntentRepo
     intent: NewIntent,
     options: { readonly now: DateTime.Utc; readonly quota: Quota | undefined; readonly eventId: string }
   ) => Effect.Effect<TradeIntent, DuplicateIntent | QuotaExceeded | Unavailable>
-  readonly findById: (owner: Owner, id: string) => Effect.Effect<Option.Option<TradeIntent>>
+  readonly findById: (owner: Owner, id: IntentId) => Effect.Effect<Option.Option<TradeIntent>>
   readonly findByExternalId: (owner: Owner, intentId: string) => Effect.Effect<Option.Option<TradeIntent>>
   /**
    * A client's cancel: refused when the intent is final; canceled at once when no order can exist
@@ -54,7 +54,7 @@ export class IntentRepository extends Context.Tag("IntentRepository")<IntentRepo
    */
   readonly requestCancel: (
     owner: Owner,
-    id: string,
+    id: IntentId,
     options: { readonly now: DateTime.Utc; readonly eventId: string }
   ) => Effect.Effect<"canceled" | "requested", IntentNotFound | IntentNotCancelable>
   /** Newest first (`created_at` desc, then `id` desc). */

@@ -55,7 +55,7 @@ export class Intents extends Effect.Service<Intents>()("Intents", {
       Effect.flatMap(lookup, Option.match({ onNone: () => Effect.fail(new IntentNotFound()), onSome: Effect.succeed }))
 
     /** Cancels, waiting briefly for the broker's answer when an order is out there. */
-    const cancel = Effect.fn("Intents.cancel")(function*(owner: Owner, id: string) {
+    const cancel = Effect.fn("Intents.cancel")(function*(owner: Owner, id: IntentId) {
       const now = yield* DateTime.now
       const outcome = yield* repository.requestCancel(owner, id, {
         now,
@@ -77,7 +77,7 @@ export class Intents extends Effect.Service<Intents>()("Intents", {
     return {
       create,
       cancel,
-      get: (owner: Owner, id: string) => repository.findById(owner, id).pipe(found),
+      get: (owner: Owner, id: IntentId) => repository.findById(owner, id).pipe(found),
       getByExternalId: (owner: Owner, intentId: string) => repository.findByExternalId(owner, intentId).pipe(found),
       list: (owner: Owner, query: IntentQuery) => repository.list(owner, query)
     } as const

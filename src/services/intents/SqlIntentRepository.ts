@@ -8,7 +8,6 @@ import { QuotaExceeded } from "../../domain/Auth.js"
 import { Unavailable } from "../../domain/Errors.js"
 import type { Owner } from "../../domain/Ids.js"
 import * as Batched from "../../sql/Batched.js"
-import { IntentId } from "../../domain/Ids.js"
 import {
   DuplicateIntent,
   IntentNotCancelable,
@@ -23,7 +22,6 @@ import { ROUTING_CHANNEL } from "../../sql/Channels.js"
 import * as Outbox from "../../sql/Outbox.js"
 import { DELIVERIES_DUE, eventTables, intentObject } from "../../sql/Outbox.js"
 
-const isUuid = Schema.is(Schema.UUID)
 
 const IntentRows = Schema.Array(Schema.Struct({ intent: TradeIntent }))
 const decodeIntents = Schema.decodeUnknown(IntentRows)
@@ -187,12 +185,10 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
     create: (input, options) => options.quota === undefined ? createBatched({ input, ...options }) : createOne(input, options),
 
     findById: (owner, id) =>
-      isUuid(id)
-        ? select(sql.and([...ownedBy(owner), sql`i.id = ${id}`])).pipe(
-          Effect.orDie,
-          Effect.withSpan("IntentRepository.findById")
-        )
-        : Effect.succeedNone,
+      select(sql.and([...ownedBy(owner), sql`i.id = ${id}`])).pipe(
+        Effect.orDie,
+        Effect.withSpan("IntentRepository.findById")
+      ),
 
     findByExternalId: (owner, intentId) =>
       select(sql.and([...ownedBy(owner), sql`i.intent_id = ${intentId}`])).pipe(
@@ -200,10 +196,8 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
         Effect.withSpan("IntentRepository.findByExternalId")
       ),
 
-    requestCancel: (owner, id, { eventId, now }) =>
+    requestCancel: (owner, intentId, { eventId, now }) =>
       Effect.gen(function*() {
-        if (!isUuid(id)) return yield* new IntentNotFound()
-        const intentId = IntentId.make(id)
         const [intent] = yield* sql`
           SELECT status, EXISTS (SELECT 1 FROM orders o WHERE o.intent_id = i.id) AS has_order
           FROM intents i WHERE id = ${intentId} AND user_id = ${owner.userId} AND mode = ${owner.mode}
