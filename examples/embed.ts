@@ -9,11 +9,8 @@ import { createServer } from "node:http"
 import { Client, Database, Server, Services } from "trade-intent-router"
 
 // The whole service inside your own program: embedded PGlite in memory, any free port.
-export const TradeIntentRouter = Server.layer.pipe(
-  Layer.provideMerge(Services.layer({
-    adminToken: Option.some(Redacted.make("admin-secret")),
-    credentialsKey: Option.none()
-  })),
+export const TradeIntentRouter = Server.layer({ adminToken: Option.some(Redacted.make("admin-secret")) }).pipe(
+  Layer.provideMerge(Services.layer({ credentialsKey: Option.none() })),
   Layer.provideMerge(Database.migrated(Database.pglite(undefined))),
   Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0 }))
 )

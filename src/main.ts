@@ -9,8 +9,8 @@ import { AppConfig } from "./Config.js"
 import * as FirstRun from "./FirstRun.js"
 import * as NodeServer from "./http/NodeServer.js"
 import * as Server from "./http/Server.js"
-import * as Services from "./Services.js"
 import * as Database from "./sql/Database.js"
+import * as Startup from "./Startup.js"
 
 const Logging = Layer.unwrapEffect(
   Effect.gen(function*() {
@@ -26,8 +26,9 @@ const Main = Layer.unwrapEffect(
     const port = yield* AppConfig.port
     const host = yield* AppConfig.host
     const local = host === "0.0.0.0" || host === "::" ? "localhost" : host
-    const services = Services.layerConfig.pipe(Layer.provideMerge(Database.migrated(Database.layerConfig)))
-    return Server.layer.pipe(
+    const configuration = yield* Startup.configuration
+    const services = Startup.services(configuration).pipe(Layer.provideMerge(Database.migrated(Database.layerConfig)))
+    return Server.layer(configuration.http).pipe(
       // The standalone service exports no traces, so it makes no spans: per request, the HTTP span's
       // attributes and each span's stack trace were a tenth of its CPU. Programs that embed the
       // Layers keep their spans, for the tracer they provide.

@@ -1,3 +1,4 @@
+import * as Crypto from "node:crypto"
 import type { Mode } from "./Ids.js"
 
 const KEY = /^sk_(test|live)_[A-Za-z0-9]{32}$/
@@ -10,3 +11,6 @@ export const apiKeyMode = (key: string): Mode | undefined => {
 
 /** What the operator sees of a key: its prefix and last four characters. */
 export const apiKeyHint = (key: string): string => `${key.slice(0, 8)}…${key.slice(-4)}`
+
+/** The key is never stored: only its SHA-256. */
+export const hashApiKey = (key: string): string => Crypto.createHash("sha256").update(key).digest("hex")

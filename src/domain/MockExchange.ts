@@ -1,5 +1,6 @@
 import * as DateTime from "effect/DateTime"
 import type { OrderSpec, OrderStatus } from "./Intent.js"
+import { endOfDay } from "./Routing.js"
 
 /** The mock broker's price for every symbol. */
 export const REFERENCE_PRICE = 100
@@ -53,10 +54,6 @@ export const decide = (spec: OrderSpec): MockOutcome => {
   }
   return { _tag: "Placed", status: "filled", filled: spec.quantity }
 }
-
-/** The end of the UTC day an order was placed on: when a resting day order expires. */
-export const endOfDay = (placedAt: DateTime.Utc): DateTime.Utc =>
-  DateTime.add(DateTime.startOf(placedAt, "day"), { days: 1 })
 
 /** A resting order's status at `now`: a day order still open at the end of its day has expired. */
 export const statusAt = (

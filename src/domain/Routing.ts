@@ -1,4 +1,12 @@
+import * as DateTime from "effect/DateTime"
 import { finalStatuses, type IntentStatus, type OrderStatus } from "./Intent.js"
+
+/** Routing work on an intent: submit its order, cancel it, or bring its status up to date. */
+export type JobKind = "submit" | "cancel" | "sync"
+
+/** The end of the UTC day an order was placed on: when a resting day order expires. */
+export const endOfDay = (placedAt: DateTime.Utc): DateTime.Utc =>
+  DateTime.add(DateTime.startOf(placedAt, "day"), { days: 1 })
 
 /** What the broker says of the order of an intent: its status and every fill so far. */
 export interface BrokerFill {

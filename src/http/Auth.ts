@@ -16,7 +16,7 @@ import type { ApiKeyId } from "../domain/Ids.js"
 import type { RateDecision } from "../domain/Limits.js"
 import { AccountRepository } from "../services/accounts/AccountRepository.js"
 import { ApiKeyCache } from "../services/accounts/ApiKeyCache.js"
-import { hashApiKey } from "../services/accounts/Operators.js"
+import { hashApiKey } from "../domain/ApiKeyFormat.js"
 import { RateLimiter } from "../services/RateLimiter.js"
 import * as AuthFailures from "./AuthFailures.js"
 

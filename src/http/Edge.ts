@@ -8,7 +8,7 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import { CurrentRequestId } from "../api/RequestId.js"
 import { WireErrors } from "../domain/Errors.js"
-import { Ids } from "../services/Ids.js"
+import { IdGenerator } from "../services/IdGenerator.js"
 import { errorResponse } from "./ErrorResponse.js"
 
 /**
@@ -37,10 +37,10 @@ const refusal = (request: HttpServerRequest.HttpServerRequest) => {
  * `request_id` of error bodies), applies the edge limits, and logs one line per request:
  * method, path, status, duration and request id, never a key or a body.
  */
-export const middleware = (app: HttpApp.Default): HttpApp.Default<never, Ids> =>
+export const middleware = (app: HttpApp.Default): HttpApp.Default<never, IdGenerator> =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const ids = yield* Ids
+    const ids = yield* IdGenerator
     const requestId = `req_${(yield* ids.uuid).replaceAll("-", "")}`
     const started = yield* Clock.currentTimeMillis
     const refused = refusal(request)

@@ -8,7 +8,7 @@ export class Health extends Context.Tag("Health")<Health, {
   readonly check: Effect.Effect<boolean>
 }>() {
   /** The database answers a trivial query within two seconds. */
-  static readonly layer = Layer.effect(
+  static readonly layerSql = Layer.effect(
     this,
     Effect.map(SqlClient.SqlClient, (sql) => ({
       check: sql`SELECT 1`.pipe(Effect.timeout("2 seconds"), Effect.as(true), Effect.orElseSucceed(() => false))

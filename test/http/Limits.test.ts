@@ -130,7 +130,7 @@ const throttled = <E, R>(database: Layer.Layer<SqlClient.SqlClient | Database.No
       RateLimiter.of({ consume: (bucket, limit) => Effect.zipRight(Effect.sync(() => counts.limited++), limiter.consume(bucket, limit)) }))
   ).pipe(Layer.provide(RateLimiter.layerSql))
   const ports = Layer.merge(Services.ports(options), Layer.merge(accounts, limiter))
-  return [counts, TestServer.serve(Services.withPorts(options, ports).pipe(Layer.provideMerge(database)))] as const
+  return [counts, TestServer.serve(Services.withPorts(ports).pipe(Layer.provideMerge(database)), options)] as const
 }
 
 const throttledServers = [

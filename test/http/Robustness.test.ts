@@ -78,7 +78,6 @@ const failingReads = Layer.effect(
 
 const brokenServer = TestServer.serve(
   Services.withPorts(
-    TestServer.options,
     // The later Layer of a merge wins: the failing repository replaces the in-memory one.
     Layer.merge(Services.portsInMemory(TestServer.options), failingReads)
   )

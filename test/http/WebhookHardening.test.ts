@@ -11,7 +11,7 @@ import * as Http from "node:http"
 import * as Net from "node:net"
 import * as Server from "../../src/http/Server.js"
 import * as Services from "../../src/Services.js"
-import { WEBHOOK_CHANNEL } from "../../src/services/intents/SqlTransitions.js"
+import { WEBHOOK_CHANNEL } from "../../src/sql/Channels.js"
 import type * as PublicAddress from "../../src/services/webhooks/PublicAddress.js"
 import * as SqlWebhookRepository from "../../src/services/webhooks/SqlWebhookRepository.js"
 import * as Database from "../../src/sql/Database.js"
@@ -49,9 +49,9 @@ const resolve: PublicAddress.Resolve = (host) => {
  * (standing in for a public address: only loopback traffic is possible here); a receiver has 10 s.
  */
 const service = <E, R>(database: Layer.Layer<SqlClient.SqlClient | Database.Notifications, E, R>) =>
-  Server.layer.pipe(
+  Server.layer(TestServer.options).pipe(
     Layer.provideMerge(
-      Services.layerWithWorkers(TestServer.options, {
+      Services.layer(TestServer.options, {
         routing: TestServer.routing,
         webhooks: {
           ...TestServer.webhooks,

@@ -16,14 +16,14 @@ import * as Database from "../../src/sql/Database.js"
 export const ADMIN_TOKEN = "test-admin-token"
 export const CREDENTIALS_KEY = "0123456789abcdef".repeat(4)
 
-export const options: Services.ServiceOptions = {
+export const options: Services.ServiceOptions & Server.Options = {
   adminToken: Option.some(Redacted.make(ADMIN_TOKEN)),
   credentialsKey: Option.some(Redacted.make(CREDENTIALS_KEY))
 }
 
 /** The HTTP server over the given services, on a test HTTP server; logs only warnings and errors. */
-export const serve = <A, E, R>(services: Layer.Layer<A, E, R>) =>
-  Server.layer.pipe(
+export const serve = <A, E, R>(services: Layer.Layer<A, E, R>, http: Server.Options = options) =>
+  Server.layer(http).pipe(
     Layer.provideMerge(services),
     Layer.provideMerge(NodeHttpServer.layerTest),
     Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
@@ -49,10 +49,10 @@ export const webhooks = {
 export const layer = <E, R>(
   database: Layer.Layer<SqlClient.SqlClient | Database.Notifications, E, R>,
   overrides: Partial<Services.ServiceOptions> = {}
-) => serve(Services.layerWithWorkers({ ...options, ...overrides }, { routing, webhooks }).pipe(Layer.provideMerge(database)))
+) => serve(Services.layer({ ...options, ...overrides }, { routing, webhooks }).pipe(Layer.provideMerge(database)))
 
 /** The whole service on in-memory ports: for fast tests of everything above the repository. */
-export const layerInMemory = serve(Services.layerInMemory(options))
+export const layerInMemory = serve(Services.withPorts(Services.portsInMemory(options)))
 
 export interface Reply {
   readonly status: number

@@ -1,9 +1,12 @@
 import * as Context from "effect/Context"
 import type * as DateTime from "effect/DateTime"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import type { ApiKey, ApiKeyScope, BrokerConnection, BrokerKind, Tier, User } from "../../domain/Account.js"
 import type { ApiKeyId, BrokerId, Mode, UserId } from "../../domain/Ids.js"
+import * as InMemoryAccountRepository from "./InMemoryAccountRepository.js"
+import * as SqlAccountRepository from "./SqlAccountRepository.js"
 
 export interface NewUser {
   readonly id: UserId
@@ -61,4 +64,10 @@ export class AccountRepository extends Context.Tag("AccountRepository")<AccountR
   readonly createBroker: (connection: NewBrokerConnection) => Effect.Effect<BrokerConnection>
   /** A connection of this user; any string may be asked for, only an existing id matches. */
   readonly findBroker: (userId: UserId, id: string) => Effect.Effect<Option.Option<BrokerConnection>>
-}>() {}
+}>() {
+  // The implementations import this Tag: `Effect.suspend` reads them only when the Layer is built.
+  /** On the `SqlClient` in context. */
+  static readonly layerSql = Layer.effect(this, Effect.suspend(() => SqlAccountRepository.make))
+  /** In memory: no database at all. */
+  static readonly layerInMemory = Layer.effect(this, Effect.suspend(() => InMemoryAccountRepository.make))
+}

@@ -10,9 +10,9 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type { ApiKey, User } from "../../domain/Account.js"
 import type { ApiKeyId } from "../../domain/Ids.js"
+import { API_KEYS_CHANNEL, KeyCreated } from "../../sql/Channels.js"
 import { Notifications } from "../../sql/Database.js"
 import { type ActiveApiKey, AccountRepository } from "./AccountRepository.js"
-import { API_KEYS_CHANNEL, KeyCreated } from "./SqlAccountRepository.js"
 
 type Found = { readonly key: ApiKey; readonly user: User }
 type Entry = { readonly found: Found; readonly until: number }

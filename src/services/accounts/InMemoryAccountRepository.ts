@@ -1,6 +1,5 @@
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import { ApiKey, BrokerConnection, User } from "../../domain/Account.js"
@@ -87,5 +86,3 @@ export const make = Effect.gen(function*() {
         Option.fromNullable(s.brokers.get(id)).pipe(Option.filter((b) => b.user_id === userId)))
   })
 })
-
-export const layer = Layer.effect(AccountRepository, make)

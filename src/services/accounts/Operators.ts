@@ -1,8 +1,6 @@
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as Schema from "effect/Schema"
-import * as Crypto from "node:crypto"
 import {
   allScopes,
   ApiKeyNotFound,
@@ -13,19 +11,14 @@ import {
   tierLimits,
   UserNotFound
 } from "../../domain/Account.js"
-import { apiKeyHint } from "../../domain/ApiKeyFormat.js"
+import { apiKeyHint, hashApiKey } from "../../domain/ApiKeyFormat.js"
 import { ValidationError } from "../../domain/Errors.js"
 import { ApiKeyId, BrokerId, type Mode, UserId } from "../../domain/Ids.js"
 import { CredentialsCipher } from "../CredentialsCipher.js"
-import { Ids } from "../Ids.js"
+import { IdGenerator } from "../IdGenerator.js"
 import { AccountRepository } from "./AccountRepository.js"
 import { ApiKeyCache } from "./ApiKeyCache.js"
 
-/** The key is never stored: only its SHA-256. */
-export const hashApiKey = (key: string): string => Crypto.createHash("sha256").update(key).digest("hex")
-
-const isUserId = Schema.is(UserId)
-const isApiKeyId = Schema.is(ApiKeyId)
 
 const ALPACA_LIVE_URL = "https://api.alpaca.markets"
 
@@ -33,13 +26,13 @@ const ALPACA_LIVE_URL = "https://api.alpaca.markets"
 export class Operators extends Effect.Service<Operators>()("Operators", {
   effect: Effect.gen(function*() {
     const accounts = yield* AccountRepository
-    const ids = yield* Ids
+    const ids = yield* IdGenerator
     const cipher = yield* CredentialsCipher
     const keyCache = yield* ApiKeyCache
 
-    const requireUser = (id: string) =>
+    const requireUser = (id: UserId) =>
       Effect.filterOrFail(
-        isUserId(id) ? accounts.findUser(id) : Effect.succeedNone,
+        accounts.findUser(id),
         Option.isSome,
         () => new UserNotFound()
       ).pipe(Effect.map((user) => user.value))
@@ -62,7 +55,7 @@ export class Operators extends Effect.Service<Operators>()("Operators", {
     })
 
     /** Creates a key; the returned `key` is the only time it is ever shown. */
-    const createApiKey = Effect.fn("Operators.createApiKey")(function*(userId: string, input: {
+    const createApiKey = Effect.fn("Operators.createApiKey")(function*(userId: UserId, input: {
       readonly name: string
       readonly mode: Mode
       readonly scopes?: ReadonlyArray<ApiKeyScope> | undefined
@@ -89,7 +82,7 @@ export class Operators extends Effect.Service<Operators>()("Operators", {
       return { ...created, key }
     })
 
-    const createBroker = Effect.fn("Operators.createBroker")(function*(userId: string, input: {
+    const createBroker = Effect.fn("Operators.createBroker")(function*(userId: UserId, input: {
       readonly name: string
       readonly kind: BrokerKind
       readonly mode: Mode
@@ -129,11 +122,11 @@ export class Operators extends Effect.Service<Operators>()("Operators", {
       createUser,
       getUser: requireUser,
       createApiKey,
-      listApiKeys: (userId: string) => Effect.flatMap(requireUser(userId), (user) => accounts.listApiKeys(user.id)),
-      revokeApiKey: (keyId: string) =>
+      listApiKeys: (userId: UserId) => Effect.flatMap(requireUser(userId), (user) => accounts.listApiKeys(user.id)),
+      revokeApiKey: (keyId: ApiKeyId) =>
         Effect.flatMap(DateTime.now, (now) =>
           Effect.filterOrFail(
-            isApiKeyId(keyId) ? accounts.revokeApiKey(keyId, now) : Effect.succeed(false),
+            accounts.revokeApiKey(keyId, now),
             (revoked) => revoked,
             () => new ApiKeyNotFound()
           )).pipe(Effect.zipRight(keyCache.invalidate(keyId))),

@@ -2,25 +2,12 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlSchema from "@effect/sql/SqlSchema"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { ApiKey, ApiKeyScope, BrokerConnection, BrokerKind, Tier, User } from "../../domain/Account.js"
 import { ApiKeyId, BrokerId, Mode, UserId } from "../../domain/Ids.js"
+import { API_KEYS_CHANNEL, KeyCreated } from "../../sql/Channels.js"
 import { AccountRepository } from "./AccountRepository.js"
-
-/**
- * A key's creation and its revocation notify this channel at commit, so that every instance knows
- * the keys that exist: a revocation with the key's id, a creation with {@link KeyCreated} as JSON.
- */
-export const API_KEYS_CHANNEL = "api_keys_revoked"
-
-/** The payload of a key's creation: its id, its hash and when it expires (Unix milliseconds). */
-export const KeyCreated = Schema.parseJson(Schema.Struct({
-  created: Schema.String,
-  key_hash: Schema.String,
-  expires_at: Schema.NullOr(Schema.Number)
-}))
 
 const encodeKeyCreated = Schema.encodeSync(KeyCreated)
 
@@ -171,16 +158,14 @@ export const make = Effect.gen(function*() {
         Effect.withSpan("AccountRepository.listApiKeys")
       ),
     revokeApiKey: (id, at) =>
-      isUuid(id)
-        ? sql<{ id: string }>`WITH revoked AS (
-                                UPDATE api_keys SET revoked_at = ${DateTime.toDate(at)}
-                                WHERE id = ${id} AND revoked_at IS NULL RETURNING id)
-                              SELECT id, pg_notify(${API_KEYS_CHANNEL}, id::text) FROM revoked`.pipe(
-            Effect.map((rows) => rows.length > 0),
-            orDie,
-            Effect.withSpan("AccountRepository.revokeApiKey")
-          )
-        : Effect.succeed(false),
+      sql<{ id: string }>`WITH revoked AS (
+                            UPDATE api_keys SET revoked_at = ${DateTime.toDate(at)}
+                            WHERE id = ${id} AND revoked_at IS NULL RETURNING id)
+                          SELECT id, pg_notify(${API_KEYS_CHANNEL}, id::text) FROM revoked`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        orDie,
+        Effect.withSpan("AccountRepository.revokeApiKey")
+      ),
     findApiKeyByHash: (hash) =>
       selectKeyByHash(hash).pipe(
         Effect.map(Option.map((row) => ({
@@ -234,4 +219,3 @@ export const make = Effect.gen(function*() {
 })
 
 /** The repository on the `SqlClient` in context: PostgreSQL or embedded PGlite alike. */
-export const layer = Layer.effect(AccountRepository, make)

@@ -1,11 +1,13 @@
 import * as Context from "effect/Context"
 import type * as DateTime from "effect/DateTime"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { BrokerKind } from "../../domain/Account.js"
 import type { BrokerId } from "../../domain/Ids.js"
 import type { OrderSpec, OrderStatus } from "../../domain/Intent.js"
+import * as Brokers from "./Brokers.js"
 
 /** The broker certainly did not receive the request (connection refused, DNS, 5xx before acceptance). */
 export class BrokerUnavailable extends Schema.TaggedError<BrokerUnavailable>()("BrokerUnavailable", {
@@ -51,4 +53,8 @@ export class BrokerGateway extends Context.Tag("BrokerGateway")<BrokerGateway, {
   readonly lookup: (connection: Connection, clientOrderId: string) => Effect.Effect<Option.Option<BrokerOrder>, BrokerError>
   /** Cancels what is still open; answers the order as it stands afterwards (none if unknown). */
   readonly cancel: (connection: Connection, clientOrderId: string) => Effect.Effect<Option.Option<BrokerOrder>, BrokerError>
-}>() {}
+}>() {
+  // The implementations import this Tag: `Effect.suspend` reads them only when the Layer is built.
+  /** Each connection to the broker of its kind: the mock broker; Alpaca is not reachable in this version. */
+  static readonly layer = Layer.effect(this, Effect.suspend(() => Brokers.make))
+}

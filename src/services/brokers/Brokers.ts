@@ -1,5 +1,4 @@
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { BrokerKind } from "../../domain/Account.js"
 import { BrokerGateway, BrokerUnavailable } from "./BrokerGateway.js"
@@ -13,17 +12,14 @@ const unsupported = (name: string): BrokerGateway["Type"] => ({
 })
 
 /** The gateway routing uses: each connection goes to the broker of its kind. */
-export const layer = Layer.effect(
-  BrokerGateway,
-  Effect.gen(function*() {
-    const brokers: Record<BrokerKind, BrokerGateway["Type"]> = {
-      mock: yield* MockBroker.make,
-      alpaca: unsupported("Alpaca")
-    }
-    return BrokerGateway.of({
-      submit: (connection, order) => brokers[connection.kind].submit(connection, order),
-      lookup: (connection, clientOrderId) => brokers[connection.kind].lookup(connection, clientOrderId),
-      cancel: (connection, clientOrderId) => brokers[connection.kind].cancel(connection, clientOrderId)
-    })
+export const make = Effect.gen(function*() {
+  const brokers: Record<BrokerKind, BrokerGateway["Type"]> = {
+    mock: yield* MockBroker.make,
+    alpaca: unsupported("Alpaca")
+  }
+  return BrokerGateway.of({
+    submit: (connection, order) => brokers[connection.kind].submit(connection, order),
+    lookup: (connection, clientOrderId) => brokers[connection.kind].lookup(connection, clientOrderId),
+    cancel: (connection, clientOrderId) => brokers[connection.kind].cancel(connection, clientOrderId)
   })
-)
+})

@@ -1,7 +1,6 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { OrderStatus, TimeInForce } from "../../domain/Intent.js"
@@ -87,5 +86,3 @@ export const make = Effect.gen(function*() {
       }).pipe(Effect.orDie, Effect.withSpan("MockBroker.cancel"))
   })
 })
-
-export const layer = Layer.effect(BrokerGateway, make)

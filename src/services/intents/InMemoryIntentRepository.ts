@@ -1,6 +1,5 @@
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Order from "effect/Order"
 import * as Ref from "effect/Ref"
@@ -98,5 +97,3 @@ export const make = Effect.gen(function*() {
       })
   })
 })
-
-export const layer = Layer.effect(IntentRepository, make)

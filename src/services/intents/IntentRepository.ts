@@ -1,10 +1,11 @@
 import * as Context from "effect/Context"
 import type * as DateTime from "effect/DateTime"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import type { QuotaExceeded } from "../../domain/Auth.js"
 import type { Unavailable } from "../../domain/Errors.js"
-import type { Owner } from "../../domain/Ids.js"
+import type { IntentId, Owner } from "../../domain/Ids.js"
 import type {
   DuplicateIntent,
   IntentNotCancelable,
@@ -13,6 +14,8 @@ import type {
   NewIntent,
   TradeIntent
 } from "../../domain/Intent.js"
+import * as InMemoryIntentRepository from "./InMemoryIntentRepository.js"
+import * as SqlIntentRepository from "./SqlIntentRepository.js"
 
 /** The monthly quota a creation is held to (live intents only). */
 export interface Quota {
@@ -43,7 +46,7 @@ export class IntentRepository extends Context.Tag("IntentRepository")<IntentRepo
     intent: NewIntent,
     options: { readonly now: DateTime.Utc; readonly quota: Quota | undefined; readonly eventId: string }
   ) => Effect.Effect<TradeIntent, DuplicateIntent | QuotaExceeded | Unavailable>
-  readonly findById: (owner: Owner, id: string) => Effect.Effect<Option.Option<TradeIntent>>
+  readonly findById: (owner: Owner, id: IntentId) => Effect.Effect<Option.Option<TradeIntent>>
   readonly findByExternalId: (owner: Owner, intentId: string) => Effect.Effect<Option.Option<TradeIntent>>
   /**
    * A client's cancel: refused when the intent is final; canceled at once when no order can exist
@@ -51,7 +54,7 @@ export class IntentRepository extends Context.Tag("IntentRepository")<IntentRepo
    */
   readonly requestCancel: (
     owner: Owner,
-    id: string,
+    id: IntentId,
     options: { readonly now: DateTime.Utc; readonly eventId: string }
   ) => Effect.Effect<"canceled" | "requested", IntentNotFound | IntentNotCancelable>
   /** Newest first (`created_at` desc, then `id` desc). */
@@ -59,4 +62,11 @@ export class IntentRepository extends Context.Tag("IntentRepository")<IntentRepo
     owner: Owner,
     query: IntentQuery
   ) => Effect.Effect<{ readonly items: ReadonlyArray<TradeIntent>; readonly total: number }>
-}>() {}
+}>() {
+  // The implementations import this Tag: `Effect.suspend` reads them only when the Layer is built.
+  /** On the `SqlClient` in context, creations batched (at most `creationQueue` waiting). */
+  static readonly layerSql = (options: SqlIntentRepository.Options = {}) =>
+    Layer.scoped(this, Effect.suspend(() => SqlIntentRepository.make(options)))
+  /** In memory: no database at all. */
+  static readonly layerInMemory = Layer.effect(this, Effect.suspend(() => InMemoryIntentRepository.make))
+}

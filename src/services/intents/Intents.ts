@@ -9,7 +9,7 @@ import { type CreateIntentPayload, IntentNotFound, type TradeIntent, validateOrd
 import { monthlyPeriod } from "../../domain/Limits.js"
 import { isFinal } from "../../domain/Routing.js"
 import { AccountRepository } from "../accounts/AccountRepository.js"
-import { eventId, Ids } from "../Ids.js"
+import { eventId, IdGenerator } from "../IdGenerator.js"
 import { type IntentQuery, IntentRepository } from "./IntentRepository.js"
 
 /** How long a cancel waits for the broker's answer before answering with the intent as it stands. */
@@ -27,7 +27,7 @@ export class Intents extends Effect.Service<Intents>()("Intents", {
   effect: Effect.gen(function*() {
     const repository = yield* IntentRepository
     const accounts = yield* AccountRepository
-    const ids = yield* Ids
+    const ids = yield* IdGenerator
 
     /** The order of checks after the body: rules (422), broker (404/403), duplicate (409), quota (429). */
     const create = Effect.fn("Intents.create")(function*(creator: Creator, payload: CreateIntentPayload) {
@@ -48,18 +48,18 @@ export class Intents extends Effect.Service<Intents>()("Intents", {
         mode: creator.mode,
         intent_id: payload.intent_id,
         broker_id: BrokerId.make(broker.id)
-      }, { now, quota, eventId: yield* eventId.pipe(Effect.provideService(Ids, ids)) })
+      }, { now, quota, eventId: yield* eventId.pipe(Effect.provideService(IdGenerator, ids)) })
     })
 
     const found = <A, E>(lookup: Effect.Effect<Option.Option<A>, E>) =>
       Effect.flatMap(lookup, Option.match({ onNone: () => Effect.fail(new IntentNotFound()), onSome: Effect.succeed }))
 
     /** Cancels, waiting briefly for the broker's answer when an order is out there. */
-    const cancel = Effect.fn("Intents.cancel")(function*(owner: Owner, id: string) {
+    const cancel = Effect.fn("Intents.cancel")(function*(owner: Owner, id: IntentId) {
       const now = yield* DateTime.now
       const outcome = yield* repository.requestCancel(owner, id, {
         now,
-        eventId: yield* eventId.pipe(Effect.provideService(Ids, ids))
+        eventId: yield* eventId.pipe(Effect.provideService(IdGenerator, ids))
       })
       const current = found(repository.findById(owner, id))
       if (outcome === "canceled") return yield* current
@@ -77,7 +77,7 @@ export class Intents extends Effect.Service<Intents>()("Intents", {
     return {
       create,
       cancel,
-      get: (owner: Owner, id: string) => repository.findById(owner, id).pipe(found),
+      get: (owner: Owner, id: IntentId) => repository.findById(owner, id).pipe(found),
       getByExternalId: (owner: Owner, intentId: string) => repository.findByExternalId(owner, intentId).pipe(found),
       list: (owner: Owner, query: IntentQuery) => repository.list(owner, query)
     } as const

@@ -2,14 +2,12 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { QuotaExceeded } from "../../domain/Auth.js"
 import { Unavailable } from "../../domain/Errors.js"
 import type { Owner } from "../../domain/Ids.js"
 import * as Batched from "../../sql/Batched.js"
-import { IntentId } from "../../domain/Ids.js"
 import {
   DuplicateIntent,
   IntentNotCancelable,
@@ -20,10 +18,10 @@ import {
 } from "../../domain/Intent.js"
 import { applyLocalCancel, isFinal } from "../../domain/Routing.js"
 import { IntentRepository, type Quota } from "./IntentRepository.js"
-import * as SqlTransitions from "./SqlTransitions.js"
-import { DELIVERIES_DUE, eventTables, intentObject, ROUTING_CHANNEL } from "./SqlTransitions.js"
+import { ROUTING_CHANNEL } from "../../sql/Channels.js"
+import * as Outbox from "../../sql/Outbox.js"
+import { DELIVERIES_DUE, eventTables, intentObject } from "../../sql/Outbox.js"
 
-const isUuid = Schema.is(Schema.UUID)
 
 const IntentRows = Schema.Array(Schema.Struct({ intent: TradeIntent }))
 const decodeIntents = Schema.decodeUnknown(IntentRows)
@@ -187,12 +185,10 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
     create: (input, options) => options.quota === undefined ? createBatched({ input, ...options }) : createOne(input, options),
 
     findById: (owner, id) =>
-      isUuid(id)
-        ? select(sql.and([...ownedBy(owner), sql`i.id = ${id}`])).pipe(
-          Effect.orDie,
-          Effect.withSpan("IntentRepository.findById")
-        )
-        : Effect.succeedNone,
+      select(sql.and([...ownedBy(owner), sql`i.id = ${id}`])).pipe(
+        Effect.orDie,
+        Effect.withSpan("IntentRepository.findById")
+      ),
 
     findByExternalId: (owner, intentId) =>
       select(sql.and([...ownedBy(owner), sql`i.intent_id = ${intentId}`])).pipe(
@@ -200,10 +196,8 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
         Effect.withSpan("IntentRepository.findByExternalId")
       ),
 
-    requestCancel: (owner, id, { eventId, now }) =>
+    requestCancel: (owner, intentId, { eventId, now }) =>
       Effect.gen(function*() {
-        if (!isUuid(id)) return yield* new IntentNotFound()
-        const intentId = IntentId.make(id)
         const [intent] = yield* sql`
           SELECT status, EXISTS (SELECT 1 FROM orders o WHERE o.intent_id = i.id) AS has_order
           FROM intents i WHERE id = ${intentId} AND user_id = ${owner.userId} AND mode = ${owner.mode}
@@ -211,7 +205,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
         if (intent === undefined) return yield* new IntentNotFound()
         if (isFinal(intent.status)) return yield* IntentNotCancelable.of(intent.status)
         const at = DateTime.toDate(now)
-        const transitions = SqlTransitions.make(sql, Effect.succeed(eventId))
+        const transitions = Outbox.make(sql, Effect.succeed(eventId))
         yield* sql`UPDATE intents SET cancel_requested_at = ${at} WHERE id = ${intentId}`
         if (!intent.has_order) {
           // A submission never claimed cannot have reached the broker: take it back and cancel here.
@@ -261,6 +255,3 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
 })
 
 /** The repository on the `SqlClient` in context: PostgreSQL or embedded PGlite alike. */
-export const layerWith = (options: Options) => Layer.scoped(IntentRepository, make(options))
-
-export const layer = layerWith({})

@@ -1,15 +1,14 @@
 import * as Context from "effect/Context"
 import type * as DateTime from "effect/DateTime"
 import type * as Duration from "effect/Duration"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import type { IntentId, Mode, UserId } from "../../domain/Ids.js"
 import type { IntentStatus, OrderSpec } from "../../domain/Intent.js"
-import type { Transition } from "../../domain/Routing.js"
+import type { JobKind, Transition } from "../../domain/Routing.js"
 import type { BrokerOrder, Connection } from "../brokers/BrokerGateway.js"
-
-export type { JobKind } from "../intents/SqlTransitions.js"
-import type { JobKind } from "../intents/SqlTransitions.js"
+import * as SqlRoutingRepository from "./SqlRoutingRepository.js"
 
 /**
  * A claimed unit of routing work. `claims` counts how often it was claimed: more than 1 means an
@@ -70,4 +69,8 @@ export class RoutingRepository extends Context.Tag("RoutingRepository")<RoutingR
   /** Releases a job (if this worker still holds it) to run again at `runAt`, or sooner if enqueued again meanwhile. */
   readonly reschedule: (job: Job, runAt: DateTime.Utc) => Effect.Effect<void>
   readonly enqueue: (intentId: IntentId, kind: JobKind, runAt: DateTime.Utc) => Effect.Effect<void>
-}>() {}
+}>() {
+  // The implementations import this Tag: `Effect.suspend` reads them only when the Layer is built.
+  /** On the `SqlClient` in context. */
+  static readonly layerSql = Layer.effect(this, Effect.suspend(() => SqlRoutingRepository.make))
+}

@@ -2,7 +2,6 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { BrokerKind } from "../../domain/Account.js"
@@ -16,9 +15,9 @@ import {
   type RoutingState,
   type Transition
 } from "../../domain/Routing.js"
-import { eventId, Ids } from "../Ids.js"
-import * as SqlTransitions from "../intents/SqlTransitions.js"
-import { ROUTING_CHANNEL } from "../intents/SqlTransitions.js"
+import { eventId, IdGenerator } from "../IdGenerator.js"
+import { ROUTING_CHANNEL } from "../../sql/Channels.js"
+import * as Outbox from "../../sql/Outbox.js"
 import { type Job, type RoutingContext, RoutingRepository } from "./RoutingRepository.js"
 
 const Amount = Schema.NumberFromString
@@ -86,12 +85,12 @@ const toContext = (row: ContextRow): RoutingContext => ({
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const ids = yield* Ids
-  const newEventId = eventId.pipe(Effect.provideService(Ids, ids))
+  const ids = yield* IdGenerator
+  const newEventId = eventId.pipe(Effect.provideService(IdGenerator, ids))
   const decode = <A, I>(schema: Schema.Schema<A, I>) => Effect.flatMap(Schema.decodeUnknown(Schema.Array(schema)))
   const now = Effect.map(DateTime.now, DateTime.toDate)
 
-  const transitions = SqlTransitions.make(sql, newEventId)
+  const transitions = Outbox.make(sql, newEventId)
   const { lockState } = transitions
   const applyTransition = transitions.apply
 
@@ -255,5 +254,3 @@ export const make = Effect.gen(function*() {
       )
   })
 })
-
-export const layer = Layer.effect(RoutingRepository, make)

@@ -1,5 +1,4 @@
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import { WebhookEndpoint } from "../../domain/Webhook.js"
@@ -37,5 +36,3 @@ export const make = Effect.gen(function*() {
     release: () => Effect.void
   })
 })
-
-export const layer = Layer.effect(WebhookRepository, make)

@@ -3,13 +3,13 @@ import * as SqlSchema from "@effect/sql/SqlSchema"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import { DeliveryId, Mode, UserId, WebhookEndpointId } from "../../domain/Ids.js"
 import { Delivery, EventType, WebhookEndpoint } from "../../domain/Webhook.js"
-import { iso, WEBHOOK_CHANNEL } from "../intents/SqlTransitions.js"
+import { WEBHOOK_CHANNEL } from "../../sql/Channels.js"
+import { iso } from "../../sql/Outbox.js"
 import { type AttemptResult, WebhookRepository } from "./WebhookRepository.js"
 
 const Timestamp = Schema.DateTimeUtcFromDate
@@ -299,5 +299,3 @@ export const make = Effect.gen(function*() {
       )
   })
 })
-
-export const layer = Layer.effect(WebhookRepository, make)

@@ -1,11 +1,14 @@
 import * as Context from "effect/Context"
 import type * as DateTime from "effect/DateTime"
 import type * as Duration from "effect/Duration"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import type { DeliveryId, Mode, UserId, WebhookEndpointId } from "../../domain/Ids.js"
 import type { Delivery, EventType, WebhookEndpoint } from "../../domain/Webhook.js"
+import * as InMemoryWebhookRepository from "./InMemoryWebhookRepository.js"
+import * as SqlWebhookRepository from "./SqlWebhookRepository.js"
 
 export interface NewEndpoint {
   readonly id: WebhookEndpointId
@@ -71,4 +74,10 @@ export class WebhookRepository extends Context.Tag("WebhookRepository")<WebhookR
   readonly complete: (delivery: DueDelivery, result: AttemptResult) => Effect.Effect<void>
   /** Hands a claimed delivery back, due at `at`, without counting an attempt (shutdown). */
   readonly release: (delivery: DueDelivery, at: DateTime.Utc) => Effect.Effect<void>
-}>() {}
+}>() {
+  // The implementations import this Tag: `Effect.suspend` reads them only when the Layer is built.
+  /** On the `SqlClient` in context. */
+  static readonly layerSql = Layer.effect(this, Effect.suspend(() => SqlWebhookRepository.make))
+  /** In memory: no database at all. */
+  static readonly layerInMemory = Layer.effect(this, Effect.suspend(() => InMemoryWebhookRepository.make))
+}

@@ -2,9 +2,8 @@ import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import * as Schema from "effect/Schema"
 import { ValidationError } from "../../domain/Errors.js"
-import { DeliveryId, type Mode, WebhookEndpointId } from "../../domain/Ids.js"
+import { type DeliveryId, type Mode, type UserId, WebhookEndpointId } from "../../domain/Ids.js"
 import {
   allEventTypes,
   checkEndpointUrl,
@@ -14,30 +13,28 @@ import {
   WebhookEndpointNotFound
 } from "../../domain/Webhook.js"
 import { Operators } from "../accounts/Operators.js"
-import { Ids } from "../Ids.js"
+import { IdGenerator } from "../IdGenerator.js"
 import { requirePublic } from "./PublicAddress.js"
 import { WebhookRepository } from "./WebhookRepository.js"
 
-const isEndpointId = Schema.is(WebhookEndpointId)
-const isDeliveryId = Schema.is(DeliveryId)
 
 /** The operator's webhook use cases: endpoints, their deliveries, re-sending. */
 export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
   effect: Effect.gen(function*() {
     const repository = yield* WebhookRepository
-    const ids = yield* Ids
+    const ids = yield* IdGenerator
 
     const requireUser = (yield* Operators).getUser
 
-    const requireEndpoint = (id: string) =>
+    const requireEndpoint = (id: WebhookEndpointId) =>
       Effect.filterOrFail(
-        isEndpointId(id) ? repository.findEndpoint(id) : Effect.succeedNone,
+        repository.findEndpoint(id),
         Option.isSome,
         () => new WebhookEndpointNotFound()
       ).pipe(Effect.map((endpoint) => endpoint.value))
 
     /** Creates an endpoint; the returned `secret` (64 hex) is the only time it is ever shown. */
-    const createEndpoint = Effect.fn("Webhooks.createEndpoint")(function*(userId: string, input: {
+    const createEndpoint = Effect.fn("Webhooks.createEndpoint")(function*(userId: UserId, input: {
       readonly url: string
       readonly mode: Mode
       readonly events?: ReadonlyArray<EventType> | undefined
@@ -61,9 +58,9 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       return { endpoint, secret }
     })
 
-    const resend = Effect.fn("Webhooks.resend")(function*(deliveryId: string) {
+    const resend = Effect.fn("Webhooks.resend")(function*(deliveryId: DeliveryId) {
       const delivery = yield* Effect.filterOrFail(
-        isDeliveryId(deliveryId) ? repository.findDelivery(deliveryId) : Effect.succeedNone,
+        repository.findDelivery(deliveryId),
         Option.isSome,
         () => new DeliveryNotFound()
       )
@@ -75,14 +72,14 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
 
     return {
       createEndpoint,
-      listEndpoints: (userId: string) => Effect.flatMap(requireUser(userId), (user) => repository.listEndpoints(user.id)),
-      deleteEndpoint: (endpointId: string) =>
+      listEndpoints: (userId: UserId) => Effect.flatMap(requireUser(userId), (user) => repository.listEndpoints(user.id)),
+      deleteEndpoint: (endpointId: WebhookEndpointId) =>
         Effect.filterOrFail(
-          isEndpointId(endpointId) ? repository.deleteEndpoint(endpointId) : Effect.succeed(false),
+          repository.deleteEndpoint(endpointId),
           (deleted) => deleted,
           () => new WebhookEndpointNotFound()
         ).pipe(Effect.asVoid),
-      listDeliveries: (endpointId: string, limit: number) =>
+      listDeliveries: (endpointId: WebhookEndpointId, limit: number) =>
         Effect.flatMap(requireEndpoint(endpointId), (endpoint) => repository.listDeliveries(endpoint.id, limit)),
       resend
     } as const

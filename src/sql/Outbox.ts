@@ -2,9 +2,10 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import type { IntentId } from "../../domain/Ids.js"
-import { IntentStatus } from "../../domain/Intent.js"
-import { eventType, type RoutingState, type Transition } from "../../domain/Routing.js"
+import type { IntentId } from "../domain/Ids.js"
+import { IntentStatus } from "../domain/Intent.js"
+import { eventType, type JobKind, type RoutingState, type Transition } from "../domain/Routing.js"
+import { ROUTING_CHANNEL, WEBHOOK_CHANNEL } from "./Channels.js"
 
 export const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
 
@@ -29,12 +30,6 @@ export const intentObject = `json_build_object(
       'created_at', ${iso("o.created_at")}, 'updated_at', ${iso("o.updated_at")}) ORDER BY o.created_at, o.id)
     FROM orders o WHERE o.intent_id = i.id), '[]'::json),
   'created_at', ${iso("i.created_at")}, 'updated_at', ${iso("i.updated_at")})`
-
-/** The channel a commit that adds routing work notifies, so that workers wake at once. */
-export const ROUTING_CHANNEL = "routing_jobs"
-
-/** The channel a commit that makes a webhook delivery due notifies. */
-export const WEBHOOK_CHANNEL = "webhook_deliveries"
 
 /**
  * The common table expressions `event` and `deliveries`: for each row of `source` (a FROM clause in
@@ -70,8 +65,6 @@ const StateRow = Schema.Struct({
   fills: Schema.Array(Schema.Struct({ id: Schema.String, quantity: Schema.NumberFromString }))
 })
 const decodeState = Schema.decodeUnknown(Schema.Array(StateRow))
-
-export type JobKind = "submit" | "cancel" | "sync"
 
 /** The SQL steps every state change shares, to be run inside the caller's transaction. */
 export const make = (sql: SqlClient.SqlClient, newEventId: Effect.Effect<string>) => ({

@@ -17,7 +17,7 @@ const base62 = (length: number): string => {
 }
 
 /** All randomness of the service: ids, API key material, secrets. */
-export class Ids extends Context.Tag("Ids")<Ids, {
+export class IdGenerator extends Context.Tag("IdGenerator")<IdGenerator, {
   readonly uuid: Effect.Effect<string>
   readonly base62: (length: number) => Effect.Effect<string>
   readonly hex: (bytes: number) => Effect.Effect<string>
@@ -30,4 +30,4 @@ export class Ids extends Context.Tag("Ids")<Ids, {
 }
 
 /** `evt_` and 32 hex characters: an event's id, sent to webhooks as `sr-event-id`. */
-export const eventId = Effect.flatMap(Ids, (ids) => Effect.map(ids.hex(16), (hex) => `evt_${hex}`))
+export const eventId = Effect.flatMap(IdGenerator, (ids) => Effect.map(ids.hex(16), (hex) => `evt_${hex}`))

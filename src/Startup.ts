@@ -1,0 +1,67 @@
+import * as FileSystem from "@effect/platform/FileSystem"
+import type * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import { AppConfig } from "./Config.js"
+import type * as Server from "./http/Server.js"
+import { IdGenerator } from "./services/IdGenerator.js"
+import * as Services from "./Services.js"
+import { DatabaseInfo } from "./sql/Database.js"
+import * as RoutingWorker from "./workers/RoutingWorker.js"
+import * as WebhookWorker from "./workers/WebhookWorker.js"
+
+/** What the standalone service reads from its configuration (the environment variables). */
+export interface Configuration {
+  readonly http: Server.Options
+  readonly services: Services.ServiceOptions
+  readonly workers: Services.WorkerOptions
+}
+
+/** The configuration of the HTTP side, the services and the workers. */
+export const configuration: Effect.Effect<Configuration, ConfigError.ConfigError> = Effect.gen(function*() {
+  const adminToken = yield* AppConfig.adminToken
+  const credentialsKey = yield* AppConfig.credentialsKey
+  const rateLimits = yield* AppConfig.rateLimits
+  const authFailuresPerMinute = yield* AppConfig.authFailuresPerMinute
+  if (rateLimits._tag === "Off") yield* Effect.logWarning("RATE_LIMITS=off: no per-key limits are enforced")
+  const routing = yield* RoutingWorker.config
+  const webhooks = yield* WebhookWorker.config
+  return {
+    http: { adminToken, authFailuresPerMinute },
+    services: { credentialsKey, rateLimits },
+    workers: { routing, webhooks }
+  }
+})
+
+const KEY_FILE = "credentials.key"
+
+/** On PGlite with no `CREDENTIALS_KEY`, a key kept in `DATA_DIR` (created once, readable by the owner only). */
+const localCredentialsKey = (dataDir: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const path = `${dataDir}/${KEY_FILE}`
+    if (!(yield* fs.exists(path))) {
+      const ids = yield* IdGenerator
+      yield* fs.writeFileString(path, yield* ids.hex(32), { mode: 0o600 })
+    }
+    return Redacted.make((yield* fs.readFileString(path)).trim())
+  }).pipe(Effect.provide(IdGenerator.layer), Effect.orDie)
+
+/**
+ * The service below HTTP with its workers, on the database in context. A configured
+ * `CREDENTIALS_KEY` is used as it is; without one, on an embedded database with a data folder,
+ * the key is read from that folder (written there on the first start).
+ */
+export const services = (configuration: Configuration) =>
+  Layer.unwrapEffect(
+    Effect.gen(function*() {
+      const database = yield* DatabaseInfo
+      const configured = configuration.services.credentialsKey
+      const credentialsKey = Option.isNone(configured) && database.kind === "pglite" && database.dataDir !== undefined
+        ? Option.some(yield* localCredentialsKey(database.dataDir))
+        : configured
+      return Services.layer({ ...configuration.services, credentialsKey }, configuration.workers)
+    })
+  )
