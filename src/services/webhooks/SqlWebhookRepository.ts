@@ -10,7 +10,7 @@ import * as Schema from "effect/Schema"
 import { DeliveryId, Mode, UserId, WebhookEndpointId } from "../../domain/Ids.js"
 import { Delivery, EventType, WebhookEndpoint } from "../../domain/Webhook.js"
 import { iso, WEBHOOK_CHANNEL } from "../intents/SqlTransitions.js"
-import { type AttemptResult, WebhookRepository } from "./WebhookRepository.js"
+import { type AttemptResult, MAX_IN_FLIGHT_PER_ENDPOINT, WebhookRepository } from "./WebhookRepository.js"
 
 const Timestamp = Schema.DateTimeUtcFromDate
 
@@ -50,11 +50,7 @@ const deliveryObject = `json_build_object(
       'duration_ms', a.duration_ms) ORDER BY a.number)
     FROM webhook_attempts a WHERE a.delivery_id = d.id), '[]'::json))`
 
-/**
- * Deliveries of one endpoint in flight at once, across instances: a slow or unanswering receiver
- * holds at most this many of the workers' slots, so other endpoints keep their latency.
- */
-export const MAX_IN_FLIGHT_PER_ENDPOINT = 4
+export { MAX_IN_FLIGHT_PER_ENDPOINT }
 
 const endpointColumns = "id, user_id, url, mode, events, created_at, disabled_at"
 
