@@ -145,28 +145,23 @@ export const makeWithEvents = Effect.gen(function*() {
           endpoint.user_id === event.user_id && endpoint.mode === event.mode && endpoint.disabled_at === null &&
           endpoint.events.includes(event.type)
         )
-        const ids = yield* Effect.all(subscribed.map(() => Effect.map(uuid, DeliveryId.make)))
         const created = truncate(event.created_at)
         const stored = { ...event, created_at: created }
-        yield* update((deliveries) =>
-          subscribed.forEach(({ endpoint }, i) => {
-            const id = ids[i]
-            if (id === undefined) return
-            deliveries.set(id, {
-              id,
-              endpointId: endpoint.id,
-              event: stored,
-              status: "pending",
-              attempts: 0,
-              failures: 0,
-              claims: 0,
-              lastStatusCode: null,
-              nextAttemptAt: created,
-              lockedUntil: null,
-              history: []
-            })
-          })
-        )
+        const made = yield* Effect.forEach(subscribed, ({ endpoint }) =>
+          Effect.map(uuid, (id): StoredDelivery => ({
+            id: DeliveryId.make(id),
+            endpointId: endpoint.id,
+            event: stored,
+            status: "pending",
+            attempts: 0,
+            failures: 0,
+            claims: 0,
+            lastStatusCode: null,
+            nextAttemptAt: created,
+            lockedUntil: null,
+            history: []
+          })))
+        yield* update((deliveries) => made.forEach((delivery) => deliveries.set(delivery.id, delivery)))
       })
   })
 
