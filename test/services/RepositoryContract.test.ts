@@ -57,6 +57,27 @@ for (const [name, backend] of backends) {
           expect(revoked.key.revoked_at).toEqual(now)
         }))
 
+      it.effect("lists the keys not revoked, expired ones included, with their hashes", () =>
+        Effect.gen(function*() {
+          const accounts = yield* AccountRepository
+          const { user } = yield* seedUser
+          const kept = yield* newApiKey(user.id)
+          const expiresAt = DateTime.unsafeMake("1969-12-31T00:00:00.000Z")
+          const expired = { ...(yield* newApiKey(user.id)), expires_at: expiresAt }
+          const revoked = yield* newApiKey(user.id)
+          for (const key of [kept, expired, revoked]) yield* accounts.createApiKey(key)
+          yield* accounts.revokeApiKey(revoked.id, yield* DateTime.now)
+          const active = (yield* accounts.listActiveApiKeys()).filter((key) =>
+            [kept.id, expired.id, revoked.id].includes(key.id)
+          )
+          expect([...active].sort((a, b) => a.key_hash.localeCompare(b.key_hash))).toEqual(
+            [
+              { id: kept.id, key_hash: kept.key_hash, expires_at: null },
+              { id: expired.id, key_hash: expired.key_hash, expires_at: expiresAt }
+            ].sort((a, b) => a.key_hash.localeCompare(b.key_hash))
+          )
+        }))
+
       it.effect("records when a key was last used, never moving it back", () =>
         Effect.gen(function*() {
           const accounts = yield* AccountRepository
@@ -227,6 +248,31 @@ for (const [name, backend] of backends) {
           )
           expect(results.filter(Either.isRight)).toHaveLength(5)
           expect((yield* intents.list(owner, { page: 1, pageSize: 100 })).total).toBe(5)
+        }))
+
+      it.effect("a client's cancel before submission cancels at once; a final intent is not cancelable", () =>
+        Effect.gen(function*() {
+          const intents = yield* IntentRepository
+          const ada = yield* seedUser
+          const bob = yield* seedUser
+          const owner = { userId: ada.user.id, mode: "test" as const }
+          const input = newIntent(owner, ada.testBroker.id)
+          yield* intents.create(input, { now: yield* DateTime.now, quota: undefined, eventId: eventId() })
+          const other = { userId: bob.user.id, mode: "test" as const }
+          const notFound = yield* Effect.flip(intents.requestCancel(other, input.id, { now: yield* DateTime.now, eventId: eventId() }))
+          expect(notFound._tag).toBe("IntentNotFound")
+
+          yield* TestClock.adjust("1 second")
+          const now = yield* DateTime.now
+          expect(yield* intents.requestCancel(owner, input.id, { now, eventId: eventId() })).toBe("canceled")
+          expect(Option.getOrThrow(yield* intents.findById(owner, input.id))).toMatchObject({
+            status: "canceled",
+            status_reason: "Canceled by the client before submission",
+            updated_at: now
+          })
+          expect(yield* Effect.flip(intents.requestCancel(owner, input.id, { now, eventId: eventId() }))).toMatchObject({
+            _tag: "IntentNotCancelable"
+          })
         }))
 
       it.effect("lists newest first, paginates with true totals, and filters", () =>

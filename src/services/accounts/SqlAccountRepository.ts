@@ -7,13 +7,15 @@ import * as Schema from "effect/Schema"
 import { ApiKey, ApiKeyScope, BrokerConnection, BrokerKind, Tier, User } from "../../domain/Account.js"
 import { ApiKeyId, BrokerId, Mode, UserId } from "../../domain/Ids.js"
 import { API_KEYS_CHANNEL, KeyCreated } from "../../sql/Channels.js"
-import { AccountRepository } from "./AccountRepository.js"
+import { orDie } from "../../sql/Defects.js"
+import { AccountRepository, type NewApiKey, type NewBrokerConnection, type NewUser } from "./AccountRepository.js"
 
 const encodeKeyCreated = Schema.encodeSync(KeyCreated)
 
 const Timestamp = Schema.DateTimeUtcFromDate
 const isUuid = Schema.is(Schema.UUID)
 
+/** A row of `users`. */
 const UserRow = Schema.Struct({
   id: UserId,
   name: Schema.String,
@@ -23,46 +25,58 @@ const UserRow = Schema.Struct({
   created_at: Timestamp
 })
 
+/** A row of `api_keys`. */
 const ApiKeyRow = Schema.Struct({
   id: ApiKeyId,
   user_id: UserId,
   name: Schema.String,
   mode: Mode,
   scopes: Schema.Array(ApiKeyScope),
+  key_hash: Schema.String,
   key_hint: Schema.String,
   created_at: Timestamp,
   expires_at: Schema.NullOr(Timestamp),
   last_used_at: Schema.NullOr(Timestamp),
   revoked_at: Schema.NullOr(Timestamp)
 })
-const NewApiKeyRow = Schema.Struct({ ...ApiKeyRow.fields, key_hash: Schema.String })
 
+/** A key as it is read back: everything but its hash. */
+const ApiKeyView = ApiKeyRow.omit("key_hash")
+
+/** A key with its user's columns, prefixed `user_`. */
 const KeyWithUserRow = Schema.Struct({
-  ...ApiKeyRow.fields,
-  user_name: Schema.String,
-  user_tier: Tier,
-  user_requests_per_minute: Schema.Int,
-  user_intents_per_month: Schema.Int,
-  user_created_at: Timestamp
+  ...ApiKeyView.fields,
+  user_name: UserRow.fields.name,
+  user_tier: UserRow.fields.tier,
+  user_requests_per_minute: UserRow.fields.requests_per_minute,
+  user_intents_per_month: UserRow.fields.intents_per_month,
+  user_created_at: UserRow.fields.created_at
 })
 
+/** A row of `broker_connections`. */
 const BrokerRow = Schema.Struct({
   id: BrokerId,
   user_id: UserId,
   name: Schema.String,
   kind: BrokerKind,
   mode: Mode,
+  credentials: Schema.NullOr(Schema.String),
   created_at: Timestamp
 })
-const NewBrokerRow = Schema.Struct({ ...BrokerRow.fields, credentials: Schema.NullOr(Schema.String) })
+
+/** A connection as it is read back: everything but its credentials. */
+const BrokerView = BrokerRow.omit("credentials")
 
 const apiKeyColumns = "id, user_id, name, mode, scopes, key_hint, created_at, expires_at, last_used_at, revoked_at"
+const brokerColumns = "id, user_id, name, kind, mode, created_at"
 
-/** SQL and decoding errors are defects here: no caller can act on them (they become 500s). */
-const orDie = Effect.orDie
+const toUser = (row: typeof UserRow.Type) => new User(row)
+const toApiKey = (row: typeof ApiKeyView.Type) => new ApiKey(row)
+const toBroker = (row: typeof BrokerView.Type) => new BrokerConnection(row)
 
 const MAX_CACHED_BROKERS = 10_000
 
+/** The repository on the `SqlClient` in context: PostgreSQL or embedded PGlite alike. */
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
 
@@ -80,8 +94,8 @@ export const make = Effect.gen(function*() {
     execute: (id) => sql`SELECT * FROM users WHERE id = ${id}`
   })
   const insertApiKey = SqlSchema.single({
-    Request: NewApiKeyRow,
-    Result: ApiKeyRow,
+    Request: ApiKeyRow,
+    Result: ApiKeyView,
     execute: (k) =>
       sql`WITH created AS (
             INSERT INTO api_keys (id, user_id, name, mode, scopes, key_hash, key_hint, created_at, expires_at)
@@ -94,12 +108,12 @@ export const make = Effect.gen(function*() {
   })
   const selectActiveKeys = SqlSchema.findAll({
     Request: Schema.Void,
-    Result: Schema.Struct({ id: ApiKeyId, key_hash: Schema.String, expires_at: Schema.NullOr(Timestamp) }),
+    Result: ApiKeyRow.pick("id", "key_hash", "expires_at"),
     execute: () => sql`SELECT id, key_hash, expires_at FROM api_keys WHERE revoked_at IS NULL`
   })
   const selectApiKeys = SqlSchema.findAll({
     Request: UserId,
-    Result: ApiKeyRow,
+    Result: ApiKeyView,
     execute: (userId) =>
       sql`SELECT ${sql.literal(apiKeyColumns)} FROM api_keys WHERE user_id = ${userId} ORDER BY created_at, id`
   })
@@ -114,20 +128,34 @@ export const make = Effect.gen(function*() {
           FROM api_keys k JOIN users u ON u.id = k.user_id
           WHERE k.key_hash = ${hash}`
   })
+  const updateRevoked = SqlSchema.findOne({
+    Request: Schema.Struct({ id: ApiKeyId, at: Timestamp }),
+    Result: ApiKeyRow.pick("id"),
+    execute: ({ at, id }) =>
+      sql`WITH revoked AS (
+            UPDATE api_keys SET revoked_at = ${at}
+            WHERE id = ${id} AND revoked_at IS NULL RETURNING id)
+          SELECT id, pg_notify(${API_KEYS_CHANNEL}, id::text) FROM revoked`
+  })
+  const updateLastUsed = SqlSchema.void({
+    Request: Schema.Struct({ id: ApiKeyId, at: Timestamp }),
+    execute: ({ at, id }) =>
+      sql`UPDATE api_keys SET last_used_at = ${at}
+          WHERE id = ${id} AND (last_used_at IS NULL OR last_used_at < ${at})`
+  })
   const insertBroker = SqlSchema.single({
-    Request: NewBrokerRow,
-    Result: BrokerRow,
+    Request: BrokerRow,
+    Result: BrokerView,
     execute: (b) =>
       sql`INSERT INTO broker_connections (id, user_id, name, kind, mode, credentials, created_at)
           VALUES (${b.id}, ${b.user_id}, ${b.name}, ${b.kind}, ${b.mode}, ${b.credentials}, ${b.created_at})
-          RETURNING id, user_id, name, kind, mode, created_at`
+          RETURNING ${sql.literal(brokerColumns)}`
   })
   const selectBroker = SqlSchema.findOne({
-    Request: Schema.Struct({ user_id: UserId, id: BrokerId }),
-    Result: BrokerRow,
+    Request: BrokerRow.pick("user_id", "id"),
+    Result: BrokerView,
     execute: ({ id, user_id }) =>
-      sql`SELECT id, user_id, name, kind, mode, created_at
-          FROM broker_connections WHERE id = ${id} AND user_id = ${user_id}`
+      sql`SELECT ${sql.literal(brokerColumns)} FROM broker_connections WHERE id = ${id} AND user_id = ${user_id}`
   })
 
   /**
@@ -137,85 +165,63 @@ export const make = Effect.gen(function*() {
   const brokers = new Map<string, BrokerConnection>()
 
   return AccountRepository.of({
-    createUser: (user) =>
-      insertUser(user).pipe(Effect.map((row) => new User(row)), orDie, Effect.withSpan("AccountRepository.createUser")),
-    findUser: (id) =>
-      selectUser(id).pipe(
-        Effect.map(Option.map((row) => new User(row))),
-        orDie,
-        Effect.withSpan("AccountRepository.findUser")
-      ),
-    createApiKey: (key) =>
-      insertApiKey({ ...key, last_used_at: null, revoked_at: null }).pipe(
-        Effect.map((row) => new ApiKey(row)),
-        orDie,
-        Effect.withSpan("AccountRepository.createApiKey")
-      ),
-    listApiKeys: (userId) =>
-      selectApiKeys(userId).pipe(
-        Effect.map((rows) => rows.map((row) => new ApiKey(row))),
-        orDie,
-        Effect.withSpan("AccountRepository.listApiKeys")
-      ),
-    revokeApiKey: (id, at) =>
-      sql<{ id: string }>`WITH revoked AS (
-                            UPDATE api_keys SET revoked_at = ${DateTime.toDate(at)}
-                            WHERE id = ${id} AND revoked_at IS NULL RETURNING id)
-                          SELECT id, pg_notify(${API_KEYS_CHANNEL}, id::text) FROM revoked`.pipe(
-        Effect.map((rows) => rows.length > 0),
-        orDie,
-        Effect.withSpan("AccountRepository.revokeApiKey")
-      ),
-    findApiKeyByHash: (hash) =>
-      selectKeyByHash(hash).pipe(
-        Effect.map(Option.map((row) => ({
-          key: new ApiKey(row),
-          user: new User({
-            id: row.user_id,
-            name: row.user_name,
-            tier: row.user_tier,
-            requests_per_minute: row.user_requests_per_minute,
-            intents_per_month: row.user_intents_per_month,
-            created_at: row.user_created_at
-          })
-        }))),
-        orDie,
-        Effect.withSpan("AccountRepository.findApiKeyByHash")
-      ),
-    listActiveApiKeys: () =>
-      selectActiveKeys(undefined).pipe(orDie, Effect.withSpan("AccountRepository.listActiveApiKeys")),
-    touchApiKey: (id, at) =>
-      sql`UPDATE api_keys SET last_used_at = ${DateTime.toDate(at)}
-          WHERE id = ${id} AND (last_used_at IS NULL OR last_used_at < ${DateTime.toDate(at)})`.pipe(
-        Effect.asVoid,
-        orDie,
-        Effect.withSpan("AccountRepository.touchApiKey")
-      ),
-    createBroker: (connection) =>
-      insertBroker(connection).pipe(
-        Effect.map((row) => new BrokerConnection(row)),
-        orDie,
-        Effect.withSpan("AccountRepository.createBroker")
-      ),
-    findBroker: (userId, id) => {
-      if (!isUuid(id)) return Effect.succeed(Option.none())
+    createUser: Effect.fn("AccountRepository.createUser")(function*(user: NewUser) {
+      return toUser(yield* insertUser(user))
+    }, orDie),
+
+    findUser: Effect.fn("AccountRepository.findUser")(function*(id: UserId) {
+      return Option.map(yield* selectUser(id), toUser)
+    }, orDie),
+
+    createApiKey: Effect.fn("AccountRepository.createApiKey")(function*(key: NewApiKey) {
+      return toApiKey(yield* insertApiKey({ ...key, last_used_at: null, revoked_at: null }))
+    }, orDie),
+
+    listApiKeys: Effect.fn("AccountRepository.listApiKeys")(function*(userId: UserId) {
+      return (yield* selectApiKeys(userId)).map(toApiKey)
+    }, orDie),
+
+    revokeApiKey: Effect.fn("AccountRepository.revokeApiKey")(function*(id: ApiKeyId, at: DateTime.Utc) {
+      return Option.isSome(yield* updateRevoked({ id, at }))
+    }, orDie),
+
+    findApiKeyByHash: Effect.fn("AccountRepository.findApiKeyByHash")(function*(hash: string) {
+      return Option.map(yield* selectKeyByHash(hash), (row) => ({
+        key: toApiKey(row),
+        user: new User({
+          id: row.user_id,
+          name: row.user_name,
+          tier: row.user_tier,
+          requests_per_minute: row.user_requests_per_minute,
+          intents_per_month: row.user_intents_per_month,
+          created_at: row.user_created_at
+        })
+      }))
+    }, orDie),
+
+    listActiveApiKeys: Effect.fn("AccountRepository.listActiveApiKeys")(function*() {
+      return yield* selectActiveKeys(undefined)
+    }, orDie),
+
+    touchApiKey: Effect.fn("AccountRepository.touchApiKey")(function*(id: ApiKeyId, at: DateTime.Utc) {
+      yield* updateLastUsed({ id, at })
+    }, orDie),
+
+    createBroker: Effect.fn("AccountRepository.createBroker")(function*(connection: NewBrokerConnection) {
+      return toBroker(yield* insertBroker(connection))
+    }, orDie),
+
+    findBroker: Effect.fn("AccountRepository.findBroker")(function*(userId: UserId, id: string) {
+      if (!isUuid(id)) return Option.none<BrokerConnection>()
       const key = `${userId}/${id}`
       const known = brokers.get(key)
-      if (known !== undefined) return Effect.succeed(Option.some(known))
-      return selectBroker({ user_id: userId, id: BrokerId.make(id) }).pipe(
-        Effect.map(Option.map((row) => new BrokerConnection(row))),
-        Effect.tap((found) =>
-          Effect.sync(() => {
-            if (Option.isNone(found)) return
-            if (brokers.size >= MAX_CACHED_BROKERS) brokers.clear()
-            brokers.set(key, found.value)
-          })
-        ),
-        orDie,
-        Effect.withSpan("AccountRepository.findBroker")
-      )
-    }
+      if (known !== undefined) return Option.some(known)
+      const found = Option.map(yield* selectBroker({ user_id: userId, id: BrokerId.make(id) }), toBroker)
+      if (Option.isSome(found)) {
+        if (brokers.size >= MAX_CACHED_BROKERS) brokers.clear()
+        brokers.set(key, found.value)
+      }
+      return found
+    }, orDie)
   })
 })
-
-/** The repository on the `SqlClient` in context: PostgreSQL or embedded PGlite alike. */

@@ -1,38 +1,326 @@
+import * as Context from "effect/Context"
+import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Order from "effect/Order"
+import * as Random from "effect/Random"
+import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
-import { WebhookEndpoint } from "../../domain/Webhook.js"
-import { WebhookRepository } from "./WebhookRepository.js"
+import { DeliveryId, type Mode, type UserId, type WebhookEndpointId } from "../../domain/Ids.js"
+import {
+  Delivery,
+  DeliveryAttempt,
+  type DeliveryStatus,
+  type EventType,
+  WebhookEndpoint
+} from "../../domain/Webhook.js"
+import { type DueDelivery, MAX_IN_FLIGHT_PER_ENDPOINT, WebhookRepository } from "./WebhookRepository.js"
+
+/** An intent's state change, as the intents repository records it: `data` is the intent as GET shows it. */
+export interface Event {
+  readonly id: string
+  readonly user_id: UserId
+  readonly mode: Mode
+  readonly type: EventType
+  readonly data: unknown
+  readonly created_at: DateTime.Utc
+}
 
 /**
- * Endpoints in memory, for fast unit tests of the operator API above the repository. The in-memory
- * intents repository writes no events, so there are never deliveries here: delivery is tested on
- * PGlite and PostgreSQL, where events and their deliveries are written in one transaction.
+ * Where events are written in memory: each becomes one pending delivery, due at once, for every
+ * enabled endpoint of its user and mode that subscribes to its type (what the SQL transaction that
+ * records an event does).
  */
-export const make = Effect.gen(function*() {
-  const endpoints = yield* Ref.make<ReadonlyMap<string, WebhookEndpoint>>(new Map())
+export class Events extends Context.Tag("InMemoryWebhookRepository/Events")<Events, {
+  readonly record: (event: Event) => Effect.Effect<void>
+}>() {}
 
-  return WebhookRepository.of({
-    createEndpoint: ({ secret: _, ...endpoint }) =>
-      Effect.as(
-        Ref.update(endpoints, (map) => new Map(map).set(endpoint.id, new WebhookEndpoint({ ...endpoint, disabled_at: null }))),
-        new WebhookEndpoint({ ...endpoint, disabled_at: null })
-      ),
-    listEndpoints: (userId) =>
-      Effect.map(Ref.get(endpoints), (map) => [...map.values()].filter((endpoint) => endpoint.user_id === userId)),
-    findEndpoint: (id) => Effect.map(Ref.get(endpoints), (map) => Option.fromNullable(map.get(id))),
-    deleteEndpoint: (id) =>
-      Ref.modify(endpoints, (map) => {
-        const next = new Map(map)
-        return [next.delete(id), next]
-      }),
-    listDeliveries: () => Effect.succeed([]),
-    findDelivery: () => Effect.succeedNone,
-    resend: () => Effect.succeed(false),
-    claim: () => Effect.succeed([]),
-    nextDue: Effect.succeedNone,
-    extend: () => Effect.void,
-    complete: () => Effect.void,
-    release: () => Effect.void
+interface StoredEndpoint {
+  readonly endpoint: WebhookEndpoint
+  readonly secret: string
+}
+
+interface StoredDelivery {
+  readonly id: DeliveryId
+  readonly endpointId: WebhookEndpointId
+  readonly event: Event
+  readonly status: DeliveryStatus
+  readonly attempts: number
+  readonly failures: number
+  readonly claims: number
+  readonly lastStatusCode: number | null
+  readonly nextAttemptAt: DateTime.Utc | null
+  readonly lockedUntil: DateTime.Utc | null
+  readonly history: ReadonlyArray<DeliveryAttempt>
+}
+
+interface State {
+  readonly endpoints: ReadonlyMap<string, StoredEndpoint>
+  readonly deliveries: ReadonlyMap<string, StoredDelivery>
+}
+
+const byCreation = Order.combine(
+  Order.mapInput(DateTime.Order, (e: WebhookEndpoint) => e.created_at),
+  Order.mapInput(Order.string, (e: WebhookEndpoint) => e.id)
+)
+
+const newestFirst = Order.reverse(Order.combine(
+  Order.mapInput(DateTime.Order, (d: StoredDelivery) => d.event.created_at),
+  Order.mapInput(Order.string, (d: StoredDelivery) => d.id)
+))
+
+/** Due order: the claim's, the same for every endpoint. */
+const earliestDue = Order.combine(
+  Order.mapInput(DateTime.Order, (d: StoredDelivery) => d.nextAttemptAt ?? DateTime.unsafeMake(0)),
+  Order.mapInput(Order.string, (d: StoredDelivery) => d.id)
+)
+
+const isPending = (d: StoredDelivery) => d.status === "pending"
+const isHeld = (d: StoredDelivery, at: DateTime.Utc) =>
+  d.lockedUntil !== null && DateTime.greaterThanOrEqualTo(d.lockedUntil, at)
+const isDue = (d: StoredDelivery, at: DateTime.Utc) =>
+  isPending(d) && d.nextAttemptAt !== null && DateTime.lessThanOrEqualTo(d.nextAttemptAt, at) &&
+  (d.lockedUntil === null || DateTime.lessThan(d.lockedUntil, at))
+
+/** Per endpoint, its deliveries held under an unexpired lease. */
+const busy = (deliveries: Iterable<StoredDelivery>, at: DateTime.Utc) => {
+  const held = new Map<string, number>()
+  for (const d of deliveries) {
+    if (isPending(d) && isHeld(d, at)) held.set(d.endpointId, (held.get(d.endpointId) ?? 0) + 1)
+  }
+  return held
+}
+
+/** A version 4 UUID from `Random`, so that a seeded test is deterministic. */
+const uuid = Effect.map(
+  Effect.all(Array.from({ length: 16 }, () => Random.nextIntBetween(0, 256))),
+  (bytes) => {
+    bytes[6] = ((bytes[6] ?? 0) & 0x0f) | 0x40
+    bytes[8] = ((bytes[8] ?? 0) & 0x3f) | 0x80
+    const hex = bytes.map((byte) => byte.toString(16).padStart(2, "0")).join("")
+    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
+  }
+)
+
+const toDelivery = (d: StoredDelivery) =>
+  new Delivery({
+    id: d.id,
+    endpoint_id: d.endpointId,
+    event_id: d.event.id,
+    type: d.event.type,
+    status: d.status,
+    attempts: d.attempts,
+    last_status_code: d.lastStatusCode,
+    next_attempt_at: d.status === "pending" ? d.nextAttemptAt : null,
+    created_at: d.event.created_at,
+    history: d.history
   })
+
+/** Milliseconds, as the database keeps them. */
+const truncate = (at: DateTime.Utc) => DateTime.unsafeMake(DateTime.toEpochMillis(at))
+
+/**
+ * Endpoints and deliveries in memory, held to the SQL repository by the same contract suite:
+ * leases, the per-endpoint in-flight cap, retries and a 410's consequences alike.
+ */
+export const makeWithEvents = Effect.gen(function*() {
+  const state = yield* Ref.make<State>({ endpoints: new Map(), deliveries: new Map() })
+
+  const update = <A>(f: (deliveries: Map<string, StoredDelivery>, endpoints: Map<string, StoredEndpoint>) => A) =>
+    Ref.modify(state, (s): [A, State] => {
+      const deliveries = new Map(s.deliveries)
+      const endpoints = new Map(s.endpoints)
+      return [f(deliveries, endpoints), { deliveries, endpoints }]
+    })
+
+  const isEnabled = (endpoints: ReadonlyMap<string, StoredEndpoint>, id: string) =>
+    endpoints.get(id)?.endpoint.disabled_at === null
+
+  const events = Events.of({
+    record: (event) =>
+      Effect.gen(function*() {
+        const { endpoints } = yield* Ref.get(state)
+        const subscribed = [...endpoints.values()].filter(({ endpoint }) =>
+          endpoint.user_id === event.user_id && endpoint.mode === event.mode && endpoint.disabled_at === null &&
+          endpoint.events.includes(event.type)
+        )
+        const created = truncate(event.created_at)
+        const stored = { ...event, created_at: created }
+        const made = yield* Effect.forEach(subscribed, ({ endpoint }) =>
+          Effect.map(uuid, (id): StoredDelivery => ({
+            id: DeliveryId.make(id),
+            endpointId: endpoint.id,
+            event: stored,
+            status: "pending",
+            attempts: 0,
+            failures: 0,
+            claims: 0,
+            lastStatusCode: null,
+            nextAttemptAt: created,
+            lockedUntil: null,
+            history: []
+          })))
+        yield* update((deliveries) => made.forEach((delivery) => deliveries.set(delivery.id, delivery)))
+      })
+  })
+
+  const repository = WebhookRepository.of({
+    createEndpoint: ({ secret, ...input }) => {
+      const endpoint = new WebhookEndpoint({ ...input, created_at: truncate(input.created_at), disabled_at: null })
+      return Effect.as(update((_, endpoints) => endpoints.set(endpoint.id, { endpoint, secret })), endpoint)
+    },
+
+    listEndpoints: (userId) =>
+      Effect.map(Ref.get(state), (s) =>
+        [...s.endpoints.values()].map(({ endpoint }) => endpoint).filter((e) => e.user_id === userId).sort(byCreation)),
+
+    findEndpoint: (id) => Effect.map(Ref.get(state), (s) => Option.fromNullable(s.endpoints.get(id)?.endpoint)),
+
+    deleteEndpoint: (id) =>
+      update((deliveries, endpoints) => {
+        for (const d of [...deliveries.values()]) if (d.endpointId === id) deliveries.delete(d.id)
+        return endpoints.delete(id)
+      }),
+
+    listDeliveries: (endpointId, limit) =>
+      Effect.map(Ref.get(state), (s) =>
+        [...s.deliveries.values()].filter((d) => d.endpointId === endpointId).sort(newestFirst).slice(0, limit).map(
+          toDelivery
+        )),
+
+    findDelivery: (id) => Effect.map(Ref.get(state), (s) => Option.map(Option.fromNullable(s.deliveries.get(id)), toDelivery)),
+
+    resend: (id, at) =>
+      update((deliveries, endpoints) => {
+        const d = deliveries.get(id)
+        if (d === undefined || !isEnabled(endpoints, d.endpointId)) return false
+        deliveries.set(id, { ...d, status: "pending", failures: 0, nextAttemptAt: truncate(at) })
+        return true
+      }),
+
+    claim: (limit, lease) =>
+      Effect.flatMap(DateTime.now, (now) => {
+        const at = truncate(now)
+        const until = DateTime.addDuration(at, lease)
+        return update((deliveries, endpoints) => {
+          const held = busy(deliveries.values(), at)
+          const due = [...deliveries.values()].filter((d) => isDue(d, at)).sort(earliestDue)
+          // A disabled endpoint's due deliveries fail, unsent.
+          for (const d of due) {
+            if (!isEnabled(endpoints, d.endpointId)) {
+              deliveries.set(d.id, { ...d, status: "failed", nextAttemptAt: null })
+            }
+          }
+          const claimed: Array<DueDelivery> = []
+          for (const d of due) {
+            if (claimed.length >= limit) break
+            const endpoint = endpoints.get(d.endpointId)
+            if (endpoint === undefined || endpoint.endpoint.disabled_at !== null) continue
+            const inFlight = held.get(d.endpointId) ?? 0
+            if (inFlight >= MAX_IN_FLIGHT_PER_ENDPOINT) continue
+            held.set(d.endpointId, inFlight + 1)
+            const claims = d.claims + 1
+            deliveries.set(d.id, { ...d, claims, lockedUntil: until })
+            claimed.push({
+              id: d.id,
+              claims,
+              failures: d.failures,
+              endpointId: d.endpointId,
+              url: endpoint.endpoint.url,
+              mode: endpoint.endpoint.mode,
+              secret: Redacted.make(endpoint.secret),
+              eventId: d.event.id,
+              body: JSON.stringify({
+                id: d.event.id,
+                type: d.event.type,
+                created_at: DateTime.formatIso(d.event.created_at),
+                data: d.event.data
+              })
+            })
+          }
+          return claimed
+        })
+      }),
+
+    nextDue: Effect.flatMap(DateTime.now, (now) =>
+      Effect.map(Ref.get(state), (s) => {
+        const at = truncate(now)
+        const held = busy(s.deliveries.values(), at)
+        const times = [...s.deliveries.values()].flatMap((d) => {
+          if (!isPending(d)) return []
+          if (d.lockedUntil !== null && isHeld(d, at)) return [d.lockedUntil]
+          return (held.get(d.endpointId) ?? 0) < MAX_IN_FLIGHT_PER_ENDPOINT && d.nextAttemptAt !== null
+            ? [d.nextAttemptAt]
+            : []
+        })
+        return Option.map(Option.fromNullable(times[0]), (first) => times.reduce(DateTime.min, first))
+      })),
+
+    extend: (claimed, lease) =>
+      Effect.flatMap(DateTime.now, (now) =>
+        update((deliveries) => {
+          const until = DateTime.addDuration(truncate(now), lease)
+          for (const { claims, id } of claimed) {
+            const d = deliveries.get(id)
+            if (d !== undefined && d.claims === claims && d.lockedUntil !== null) {
+              deliveries.set(id, { ...d, lockedUntil: until })
+            }
+          }
+        })),
+
+    complete: (delivery, result) =>
+      update((deliveries, endpoints) => {
+        const d = deliveries.get(delivery.id)
+        if (d === undefined || d.claims !== delivery.claims || d.lockedUntil === null) return
+        const at = truncate(result.at)
+        const next = result.next
+        // An attempt that would be retried fails instead once its endpoint is disabled.
+        const enabled = isEnabled(endpoints, d.endpointId)
+        deliveries.set(d.id, {
+          ...d,
+          attempts: d.attempts + 1,
+          lastStatusCode: result.statusCode,
+          status: !enabled ? "failed" : next._tag === "succeeded" ? "succeeded" : next._tag === "retry" ? "pending" : "failed",
+          failures: d.failures + (next._tag === "succeeded" ? 0 : 1),
+          nextAttemptAt: enabled && next._tag === "retry" ? truncate(next.at) : null,
+          lockedUntil: null,
+          history: [
+            ...d.history,
+            new DeliveryAttempt({
+              attempted_at: at,
+              status_code: result.statusCode,
+              error: result.error,
+              duration_ms: Math.round(result.durationMs)
+            })
+          ]
+        })
+        const stored = endpoints.get(d.endpointId)
+        if (next._tag !== "gone" || stored === undefined || stored.endpoint.disabled_at !== null) return
+        endpoints.set(d.endpointId, { ...stored, endpoint: new WebhookEndpoint({ ...stored.endpoint, disabled_at: at }) })
+        for (const other of [...deliveries.values()]) {
+          if (other.endpointId === d.endpointId && isPending(other)) {
+            deliveries.set(other.id, { ...other, status: "failed", nextAttemptAt: null })
+          }
+        }
+      }),
+
+    release: (delivery, at) =>
+      update((deliveries) => {
+        const d = deliveries.get(delivery.id)
+        if (d !== undefined && d.claims === delivery.claims) {
+          deliveries.set(d.id, { ...d, lockedUntil: null, nextAttemptAt: truncate(at) })
+        }
+      })
+  })
+
+  return { repository, events }
 })
+
+export const make = Effect.map(makeWithEvents, ({ repository }) => repository)
+
+/** The repository and the {@link Events} that feed it, sharing one store. */
+export const layerWithEvents = Layer.effectContext(
+  Effect.map(makeWithEvents, ({ events, repository }) =>
+    Context.make(WebhookRepository, repository).pipe(Context.add(Events, events)))
+)

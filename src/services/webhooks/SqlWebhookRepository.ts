@@ -7,36 +7,86 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import { DeliveryId, Mode, UserId, WebhookEndpointId } from "../../domain/Ids.js"
-import { Delivery, EventType, WebhookEndpoint } from "../../domain/Webhook.js"
+import { Delivery, DeliveryStatus, EventType, WebhookEndpoint } from "../../domain/Webhook.js"
+import { orDie } from "../../sql/Defects.js"
 import { WEBHOOK_CHANNEL } from "../../sql/Channels.js"
 import { iso } from "../../sql/Outbox.js"
-import { type AttemptResult, WebhookRepository } from "./WebhookRepository.js"
+import {
+  type AttemptResult,
+  type DueDelivery,
+  MAX_IN_FLIGHT_PER_ENDPOINT,
+  type NewEndpoint,
+  WebhookRepository
+} from "./WebhookRepository.js"
+
+export { MAX_IN_FLIGHT_PER_ENDPOINT }
 
 const Timestamp = Schema.DateTimeUtcFromDate
 
+/** A row of `webhook_endpoints`. */
 const EndpointRow = Schema.Struct({
   id: WebhookEndpointId,
   user_id: UserId,
   url: Schema.String,
   mode: Mode,
   events: Schema.Array(EventType),
+  secret: Schema.String,
   created_at: Timestamp,
   disabled_at: Schema.NullOr(Timestamp)
 })
 
-const DueRow = Schema.Struct({
+/** An endpoint as it is read back: everything but its secret. */
+const EndpointView = EndpointRow.omit("secret")
+
+/** A row of `webhook_deliveries`. */
+const DeliveryRow = Schema.Struct({
   id: DeliveryId,
-  claims: Schema.Int,
-  failures: Schema.Int,
   endpoint_id: WebhookEndpointId,
-  url: Schema.String,
-  mode: Mode,
-  secret: Schema.String,
   event_id: Schema.String,
+  status: DeliveryStatus,
+  attempts: Schema.Int,
+  failures: Schema.Int,
+  claims: Schema.Int,
+  last_status_code: Schema.NullOr(Schema.Int),
+  next_attempt_at: Schema.NullOr(Timestamp),
+  locked_until: Schema.NullOr(Timestamp),
+  created_at: Timestamp,
+  updated_at: Timestamp
+})
+
+/** A row of `webhook_attempts`. */
+const AttemptRow = Schema.Struct({
+  delivery_id: DeliveryId,
+  number: Schema.Int,
+  attempted_at: Timestamp,
+  status_code: Schema.NullOr(Schema.Int),
+  error: Schema.NullOr(Schema.String),
+  duration_ms: Schema.Int
+})
+
+/** A claimed delivery with its endpoint's address and secret and the envelope to send. */
+const DueRow = Schema.Struct({
+  ...DeliveryRow.pick("id", "claims", "failures", "endpoint_id", "event_id").fields,
+  ...EndpointRow.pick("url", "mode", "secret").fields,
   body: Schema.String
 })
 
-const DeliveryRow = Schema.Struct({ delivery: Delivery })
+/** A delivery as the operator API shows it, with its event's type and its attempts, built by the database. */
+const DeliveryView = Schema.Struct({ delivery: Delivery })
+
+/** One claim of a delivery: what fences a worker that lost its lease. */
+const Claim = DeliveryRow.pick("id", "claims")
+
+/** An attempt and the state it leaves its delivery in, for {@link WebhookRepository} `complete`. */
+const Outcome = Schema.Struct({
+  ...Claim.fields,
+  ...AttemptRow.pick("attempted_at", "status_code", "error", "duration_ms").fields,
+  status: DeliveryStatus,
+  failed: Schema.Int,
+  next_attempt_at: Schema.NullOr(Timestamp)
+})
+
+const Lease = Schema.Struct({ at: Timestamp, until: Timestamp })
 
 /** A delivery as the operator API shows it, built by the database with its attempts. */
 const deliveryObject = `json_build_object(
@@ -50,24 +100,30 @@ const deliveryObject = `json_build_object(
       'duration_ms', a.duration_ms) ORDER BY a.number)
     FROM webhook_attempts a WHERE a.delivery_id = d.id), '[]'::json))`
 
-/**
- * Deliveries of one endpoint in flight at once, across instances: a slow or unanswering receiver
- * holds at most this many of the workers' slots, so other endpoints keep their latency.
- */
-export const MAX_IN_FLIGHT_PER_ENDPOINT = 4
-
 const endpointColumns = "id, user_id, url, mode, events, created_at, disabled_at"
+
+const toEndpoint = (row: typeof EndpointView.Type) => new WebhookEndpoint(row)
+
+const toDue = (row: typeof DueRow.Type): DueDelivery => ({
+  id: row.id,
+  claims: row.claims,
+  failures: row.failures,
+  endpointId: row.endpoint_id,
+  url: row.url,
+  mode: row.mode,
+  secret: Redacted.make(row.secret),
+  eventId: row.event_id,
+  body: row.body
+})
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const toEndpoint = (row: typeof EndpointRow.Type) => new WebhookEndpoint(row)
-  const now = Effect.map(DateTime.now, DateTime.toDate)
-  const later = (lease: Duration.Duration) =>
-    Effect.map(now, (at) => new Date(at.getTime() + Duration.toMillis(lease)))
+  const lease = (duration: Duration.Duration) =>
+    Effect.map(DateTime.now, (at) => ({ at, until: DateTime.addDuration(at, duration) }))
 
   const insertEndpoint = SqlSchema.single({
-    Request: Schema.Struct({ ...EndpointRow.fields, secret: Schema.String }),
-    Result: EndpointRow,
+    Request: EndpointRow,
+    Result: EndpointView,
     execute: (e) =>
       sql`INSERT INTO webhook_endpoints (id, user_id, url, mode, events, secret, created_at)
           VALUES (${e.id}, ${e.user_id}, ${e.url}, ${e.mode}, ${JSON.stringify(e.events)}::jsonb, ${e.secret}, ${e.created_at})
@@ -75,18 +131,32 @@ export const make = Effect.gen(function*() {
   })
   const selectEndpoints = SqlSchema.findAll({
     Request: UserId,
-    Result: EndpointRow,
+    Result: EndpointView,
     execute: (userId) =>
       sql`SELECT ${sql.literal(endpointColumns)} FROM webhook_endpoints WHERE user_id = ${userId} ORDER BY created_at, id`
   })
   const selectEndpoint = SqlSchema.findOne({
     Request: WebhookEndpointId,
-    Result: EndpointRow,
+    Result: EndpointView,
     execute: (id) => sql`SELECT ${sql.literal(endpointColumns)} FROM webhook_endpoints WHERE id = ${id}`
+  })
+  const deleteAttempts = SqlSchema.void({
+    Request: WebhookEndpointId,
+    execute: (id) =>
+      sql`DELETE FROM webhook_attempts a USING webhook_deliveries d WHERE a.delivery_id = d.id AND d.endpoint_id = ${id}`
+  })
+  const deleteDeliveries = SqlSchema.void({
+    Request: WebhookEndpointId,
+    execute: (id) => sql`DELETE FROM webhook_deliveries WHERE endpoint_id = ${id}`
+  })
+  const deleteEndpointRow = SqlSchema.findOne({
+    Request: WebhookEndpointId,
+    Result: EndpointRow.pick("id"),
+    execute: (id) => sql`DELETE FROM webhook_endpoints WHERE id = ${id} RETURNING id`
   })
   const selectDeliveries = SqlSchema.findAll({
     Request: Schema.Struct({ endpointId: WebhookEndpointId, limit: Schema.Int }),
-    Result: DeliveryRow,
+    Result: DeliveryView,
     execute: ({ endpointId, limit }) =>
       sql`SELECT ${sql.literal(deliveryObject)} AS delivery
           FROM webhook_deliveries d JOIN events ev ON ev.id = d.event_id
@@ -94,10 +164,94 @@ export const make = Effect.gen(function*() {
   })
   const selectDelivery = SqlSchema.findOne({
     Request: DeliveryId,
-    Result: DeliveryRow,
+    Result: DeliveryView,
     execute: (id) =>
       sql`SELECT ${sql.literal(deliveryObject)} AS delivery
           FROM webhook_deliveries d JOIN events ev ON ev.id = d.event_id WHERE d.id = ${id}`
+  })
+  const updateResend = SqlSchema.findOne({
+    Request: Schema.Struct({ id: DeliveryId, at: Timestamp }),
+    Result: DeliveryRow.pick("id"),
+    execute: ({ at, id }) =>
+      sql`UPDATE webhook_deliveries d SET status = 'pending', failures = 0, next_attempt_at = ${at}, updated_at = ${at}
+          FROM webhook_endpoints w
+          WHERE d.id = ${id} AND w.id = d.endpoint_id AND w.disabled_at IS NULL
+          RETURNING d.id`
+  })
+  const notifyDue = SqlSchema.void({
+    Request: Schema.Void,
+    execute: () => sql`SELECT pg_notify(${WEBHOOK_CHANNEL}, 'due')`
+  })
+
+  /** Per endpoint, its deliveries currently held under an unexpired lease, by any instance. */
+  const busy = (at: Date) =>
+    sql`SELECT endpoint_id, count(*) AS n FROM webhook_deliveries
+        WHERE status = 'pending' AND locked_until >= ${at} GROUP BY endpoint_id`
+
+  const claimDue = SqlSchema.findAll({
+    Request: Schema.Struct({ ...Lease.fields, limit: Schema.Int }),
+    Result: DueRow,
+    // Per endpoint, only as many as its free in-flight slots, earliest first: ranks are taken in
+    // one order by every instance, so two claiming at once compete for the same rows (SKIP LOCKED)
+    // rather than each taking a full share. Nothing is sent to a disabled endpoint: a delivery
+    // written while its endpoint was being disabled fails here, unsent.
+    execute: ({ at, limit, until }) =>
+      sql`
+        WITH busy AS (${busy(at)}), orphans AS (
+          SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
+          WHERE w.disabled_at IS NOT NULL AND d.status = 'pending' AND d.next_attempt_at <= ${at}
+            AND (d.locked_until IS NULL OR d.locked_until < ${at})
+          FOR UPDATE OF d SKIP LOCKED
+        ), orphaned AS (
+          UPDATE webhook_deliveries d SET status = 'failed', next_attempt_at = NULL, updated_at = ${at}
+          FROM orphans o WHERE d.id = o.id
+        ), ranked AS (
+          SELECT d.id, d.next_attempt_at, COALESCE(b.n, 0) AS held,
+                 row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS rank
+          FROM webhook_deliveries d
+          JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.disabled_at IS NULL
+          LEFT JOIN busy b ON b.endpoint_id = d.endpoint_id
+          WHERE d.status = 'pending' AND d.next_attempt_at <= ${at}
+            AND (d.locked_until IS NULL OR d.locked_until < ${at})
+        ), due AS (
+          SELECT d.id FROM webhook_deliveries d
+          WHERE d.id IN (
+              SELECT id FROM ranked WHERE rank + held <= ${MAX_IN_FLIGHT_PER_ENDPOINT}
+              ORDER BY next_attempt_at, id LIMIT ${limit}
+            )
+            AND d.status = 'pending' AND (d.locked_until IS NULL OR d.locked_until < ${at})
+          FOR UPDATE SKIP LOCKED
+        ), claimed AS (
+          UPDATE webhook_deliveries d SET locked_until = ${until}, claims = d.claims + 1
+          FROM due WHERE d.id = due.id
+          RETURNING d.id, d.claims, d.failures, d.endpoint_id, d.event_id, d.next_attempt_at
+        )
+        SELECT c.id, c.claims, c.failures, c.endpoint_id, w.url, w.mode, w.secret, c.event_id,
+               json_build_object('id', ev.id, 'type', ev.type, 'created_at', ${sql.literal(iso("ev.created_at"))},
+                                 'data', ev.data)::text AS body
+        FROM claimed c JOIN webhook_endpoints w ON w.id = c.endpoint_id JOIN events ev ON ev.id = c.event_id
+        ORDER BY c.next_attempt_at, c.id`
+  })
+
+  const selectNextDue = SqlSchema.single({
+    Request: Timestamp,
+    Result: Schema.Struct({ due: Schema.NullOr(Timestamp) }),
+    // A leased delivery is due when its lease runs out; another, when due, unless its endpoint has
+    // no free in-flight slot (then one of that endpoint's leases ending comes first anyway). A
+    // disabled endpoint's pending delivery counts: the claim fails it.
+    execute: (at) =>
+      sql`
+        WITH busy AS (${busy(at)})
+        SELECT min(CASE WHEN d.locked_until >= ${at} THEN d.locked_until ELSE d.next_attempt_at END) AS due
+        FROM webhook_deliveries d LEFT JOIN busy b ON b.endpoint_id = d.endpoint_id
+        WHERE d.status = 'pending' AND (d.locked_until >= ${at} OR COALESCE(b.n, 0) < ${MAX_IN_FLIGHT_PER_ENDPOINT})`
+  })
+
+  const extendLeases = SqlSchema.void({
+    Request: Schema.Struct({ until: Timestamp, claims: Schema.NonEmptyArray(Claim) }),
+    execute: ({ claims, until }) =>
+      sql`UPDATE webhook_deliveries SET locked_until = ${until}
+          WHERE locked_until IS NOT NULL AND ${sql.or(claims.map((d) => sql`(id = ${d.id} AND claims = ${d.claims})`))}`
   })
 
   /**
@@ -105,197 +259,135 @@ export const make = Effect.gen(function*() {
    * claimed. An attempt that would be retried fails instead once its endpoint is disabled (a 410 to
    * another delivery while this one was in flight).
    */
-  const record = (delivery: { readonly id: DeliveryId; readonly claims: number }, result: AttemptResult) => {
-    const at = DateTime.toDate(result.at)
-    const next = result.next
-    const status = next._tag === "succeeded" ? "succeeded" : next._tag === "retry" ? "pending" : "failed"
-    return sql<{ endpoint_id: string }>`
-      WITH owned AS (
-        UPDATE webhook_deliveries d SET
-          attempts = d.attempts + 1,
-          last_status_code = ${result.statusCode},
-          status = CASE WHEN w.disabled_at IS NULL THEN ${status} ELSE 'failed' END,
-          failures = d.failures + ${next._tag === "succeeded" ? 0 : 1},
-          next_attempt_at = CASE WHEN w.disabled_at IS NULL THEN ${next._tag === "retry" ? DateTime.toDate(next.at) : null}::timestamptz END,
-          locked_until = NULL,
-          updated_at = ${at}
-        FROM webhook_endpoints w
-        WHERE d.id = ${delivery.id} AND d.claims = ${delivery.claims} AND d.locked_until IS NOT NULL AND w.id = d.endpoint_id
-        RETURNING d.id, d.attempts, d.endpoint_id
-      ), attempt AS (
-        INSERT INTO webhook_attempts (delivery_id, number, attempted_at, status_code, error, duration_ms)
-        SELECT id, attempts, ${at}, ${result.statusCode}, ${result.error}, ${Math.round(result.durationMs)} FROM owned
-      )
-      SELECT endpoint_id FROM owned`
-  }
+  const record = SqlSchema.findOne({
+    Request: Outcome,
+    Result: DeliveryRow.pick("endpoint_id"),
+    execute: (o) =>
+      sql`
+        WITH owned AS (
+          UPDATE webhook_deliveries d SET
+            attempts = d.attempts + 1,
+            last_status_code = ${o.status_code},
+            status = CASE WHEN w.disabled_at IS NULL THEN ${o.status} ELSE 'failed' END,
+            failures = d.failures + ${o.failed},
+            next_attempt_at = CASE WHEN w.disabled_at IS NULL THEN ${o.next_attempt_at}::timestamptz END,
+            locked_until = NULL,
+            updated_at = ${o.attempted_at}
+          FROM webhook_endpoints w
+          WHERE d.id = ${o.id} AND d.claims = ${o.claims} AND d.locked_until IS NOT NULL AND w.id = d.endpoint_id
+          RETURNING d.id, d.attempts, d.endpoint_id
+        ), attempt AS (
+          INSERT INTO webhook_attempts (delivery_id, number, attempted_at, status_code, error, duration_ms)
+          SELECT id, attempts, ${o.attempted_at}, ${o.status_code}, ${o.error}, ${o.duration_ms} FROM owned
+        )
+        SELECT endpoint_id FROM owned`
+  })
 
-  /** Per endpoint, its deliveries currently held under an unexpired lease, by any instance. */
-  const busy = (at: Date) =>
-    sql`SELECT endpoint_id, count(*) AS n FROM webhook_deliveries
-        WHERE status = 'pending' AND locked_until >= ${at} GROUP BY endpoint_id`
+  const disableEndpoint = SqlSchema.findOne({
+    Request: Schema.Struct({ id: WebhookEndpointId, at: Timestamp }),
+    Result: EndpointRow.pick("id"),
+    execute: ({ at, id }) =>
+      sql`UPDATE webhook_endpoints SET disabled_at = ${at} WHERE id = ${id} AND disabled_at IS NULL RETURNING id`
+  })
+  const failPending = SqlSchema.void({
+    Request: Schema.Struct({ id: WebhookEndpointId, at: Timestamp }),
+    execute: ({ at, id }) =>
+      sql`UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, updated_at = ${at}
+          WHERE endpoint_id = ${id} AND status = 'pending'`
+  })
 
   /** After a 410: the endpoint is disabled and its other pending deliveries fail. */
-  const disable = (endpointId: string, at: Date) =>
+  const disable = (id: WebhookEndpointId, at: DateTime.Utc) =>
     Effect.gen(function*() {
-      const disabled = yield* sql`UPDATE webhook_endpoints SET disabled_at = ${at}
-                                  WHERE id = ${endpointId} AND disabled_at IS NULL RETURNING id`
-      if (disabled.length === 0) return
-      yield* sql`UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, updated_at = ${at}
-                 WHERE endpoint_id = ${endpointId} AND status = 'pending'`
+      if (Option.isSome(yield* disableEndpoint({ id, at }))) yield* failPending({ id, at })
     })
 
+  const releaseClaim = SqlSchema.void({
+    Request: Schema.Struct({ ...Claim.fields, at: Timestamp }),
+    execute: ({ at, claims, id }) =>
+      sql`UPDATE webhook_deliveries SET locked_until = NULL, next_attempt_at = ${at} WHERE id = ${id} AND claims = ${claims}`
+  })
+
+  const outcome = (delivery: DueDelivery, result: AttemptResult): typeof Outcome.Type => {
+    const next = result.next
+    return {
+      id: delivery.id,
+      claims: delivery.claims,
+      attempted_at: result.at,
+      status_code: result.statusCode,
+      error: result.error,
+      duration_ms: Math.round(result.durationMs),
+      status: next._tag === "succeeded" ? "succeeded" : next._tag === "retry" ? "pending" : "failed",
+      failed: next._tag === "succeeded" ? 0 : 1,
+      next_attempt_at: next._tag === "retry" ? next.at : null
+    }
+  }
+
   return WebhookRepository.of({
-    createEndpoint: (endpoint) =>
-      insertEndpoint({ ...endpoint, disabled_at: null }).pipe(
-        Effect.map(toEndpoint),
-        Effect.orDie,
-        Effect.withSpan("WebhookRepository.createEndpoint")
-      ),
+    createEndpoint: Effect.fn("WebhookRepository.createEndpoint")(function*(endpoint: NewEndpoint) {
+      return toEndpoint(yield* insertEndpoint({ ...endpoint, disabled_at: null }))
+    }, orDie),
 
-    listEndpoints: (userId) =>
-      selectEndpoints(userId).pipe(
-        Effect.map((rows) => rows.map(toEndpoint)),
-        Effect.orDie,
-        Effect.withSpan("WebhookRepository.listEndpoints")
-      ),
+    listEndpoints: Effect.fn("WebhookRepository.listEndpoints")(function*(userId: UserId) {
+      return (yield* selectEndpoints(userId)).map(toEndpoint)
+    }, orDie),
 
-    findEndpoint: (id) =>
-      selectEndpoint(id).pipe(
-        Effect.map(Option.map(toEndpoint)),
-        Effect.orDie,
-        Effect.withSpan("WebhookRepository.findEndpoint")
-      ),
+    findEndpoint: Effect.fn("WebhookRepository.findEndpoint")(function*(id: WebhookEndpointId) {
+      return Option.map(yield* selectEndpoint(id), toEndpoint)
+    }, orDie),
 
-    deleteEndpoint: (id) =>
-      Effect.gen(function*() {
-        yield* sql`DELETE FROM webhook_attempts a USING webhook_deliveries d
-                   WHERE a.delivery_id = d.id AND d.endpoint_id = ${id}`
-        yield* sql`DELETE FROM webhook_deliveries WHERE endpoint_id = ${id}`
-        const rows = yield* sql`DELETE FROM webhook_endpoints WHERE id = ${id} RETURNING id`
-        return rows.length > 0
-      }).pipe(sql.withTransaction, Effect.orDie, Effect.withSpan("WebhookRepository.deleteEndpoint")),
+    deleteEndpoint: Effect.fn("WebhookRepository.deleteEndpoint")(function*(id: WebhookEndpointId) {
+      yield* deleteAttempts(id)
+      yield* deleteDeliveries(id)
+      return Option.isSome(yield* deleteEndpointRow(id))
+    }, sql.withTransaction, orDie),
 
-    listDeliveries: (endpointId, limit) =>
-      selectDeliveries({ endpointId, limit }).pipe(
-        Effect.map((rows) => rows.map((row) => row.delivery)),
-        Effect.orDie,
-        Effect.withSpan("WebhookRepository.listDeliveries")
-      ),
+    listDeliveries: Effect.fn("WebhookRepository.listDeliveries")(function*(endpointId: WebhookEndpointId, limit: number) {
+      return (yield* selectDeliveries({ endpointId, limit })).map((row) => row.delivery)
+    }, orDie),
 
-    findDelivery: (id) =>
-      selectDelivery(id).pipe(
-        Effect.map(Option.map((row) => row.delivery)),
-        Effect.orDie,
-        Effect.withSpan("WebhookRepository.findDelivery")
-      ),
+    findDelivery: Effect.fn("WebhookRepository.findDelivery")(function*(id: DeliveryId) {
+      return Option.map(yield* selectDelivery(id), (row) => row.delivery)
+    }, orDie),
 
-    resend: (id, at) =>
-      Effect.gen(function*() {
-        const rows = yield* sql`
-          UPDATE webhook_deliveries d SET status = 'pending', failures = 0, next_attempt_at = ${DateTime.toDate(at)},
-                 updated_at = ${DateTime.toDate(at)}
-          FROM webhook_endpoints w
-          WHERE d.id = ${id} AND w.id = d.endpoint_id AND w.disabled_at IS NULL
-          RETURNING d.id`
-        if (rows.length > 0) yield* sql`SELECT pg_notify(${WEBHOOK_CHANNEL}, 'due')`
-        return rows.length > 0
-      }).pipe(sql.withTransaction, Effect.orDie, Effect.withSpan("WebhookRepository.resend")),
+    resend: Effect.fn("WebhookRepository.resend")(function*(id: DeliveryId, at: DateTime.Utc) {
+      const resent = Option.isSome(yield* updateResend({ id, at }))
+      if (resent) yield* notifyDue(undefined)
+      return resent
+    }, sql.withTransaction, orDie),
 
-    claim: (limit, lease) =>
-      Effect.gen(function*() {
-        const at = yield* now
-        const until = yield* later(lease)
-        // Per endpoint, only as many as its free in-flight slots, earliest first: ranks are taken in
-        // one order by every instance, so two claiming at once compete for the same rows (SKIP LOCKED)
-        // rather than each taking a full share. Nothing is sent to a disabled endpoint: a delivery
-        // written while its endpoint was being disabled fails here, unsent.
-        const rows = yield* sql`
-          WITH busy AS (${busy(at)}), orphans AS (
-            SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
-            WHERE w.disabled_at IS NOT NULL AND d.status = 'pending' AND d.next_attempt_at <= ${at}
-              AND (d.locked_until IS NULL OR d.locked_until < ${at})
-            FOR UPDATE OF d SKIP LOCKED
-          ), orphaned AS (
-            UPDATE webhook_deliveries d SET status = 'failed', next_attempt_at = NULL, updated_at = ${at}
-            FROM orphans o WHERE d.id = o.id
-          ), ranked AS (
-            SELECT d.id, d.next_attempt_at, COALESCE(b.n, 0) AS held,
-                   row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS rank
-            FROM webhook_deliveries d
-            JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.disabled_at IS NULL
-            LEFT JOIN busy b ON b.endpoint_id = d.endpoint_id
-            WHERE d.status = 'pending' AND d.next_attempt_at <= ${at}
-              AND (d.locked_until IS NULL OR d.locked_until < ${at})
-          ), due AS (
-            SELECT d.id FROM webhook_deliveries d
-            WHERE d.id IN (
-                SELECT id FROM ranked WHERE rank + held <= ${MAX_IN_FLIGHT_PER_ENDPOINT}
-                ORDER BY next_attempt_at, id LIMIT ${limit}
-              )
-              AND d.status = 'pending' AND (d.locked_until IS NULL OR d.locked_until < ${at})
-            FOR UPDATE SKIP LOCKED
-          ), claimed AS (
-            UPDATE webhook_deliveries d SET locked_until = ${until}, claims = d.claims + 1
-            FROM due WHERE d.id = due.id
-            RETURNING d.id, d.claims, d.failures, d.endpoint_id, d.event_id, d.next_attempt_at
-          )
-          SELECT c.id, c.claims, c.failures, c.endpoint_id, w.url, w.mode, w.secret, c.event_id,
-                 json_build_object('id', ev.id, 'type', ev.type, 'created_at', ${sql.literal(iso("ev.created_at"))},
-                                   'data', ev.data)::text AS body
-          FROM claimed c JOIN webhook_endpoints w ON w.id = c.endpoint_id JOIN events ev ON ev.id = c.event_id
-          ORDER BY c.next_attempt_at, c.id`
-        const decoded = yield* Schema.decodeUnknown(Schema.Array(DueRow))(rows)
-        return decoded.map((row) => ({
-          id: row.id,
-          claims: row.claims,
-          failures: row.failures,
-          endpointId: row.endpoint_id,
-          url: row.url,
-          mode: row.mode,
-          secret: Redacted.make(row.secret),
-          eventId: row.event_id,
-          body: row.body
-        }))
-      }).pipe(Effect.orDie, Effect.withSpan("WebhookRepository.claim")),
+    claim: Effect.fn("WebhookRepository.claim")(function*(limit: number, duration: Duration.Duration) {
+      const rows = yield* claimDue({ ...(yield* lease(duration)), limit })
+      return rows.map(toDue)
+    }, orDie),
 
-    nextDue: Effect.gen(function*() {
-      const at = yield* now
-      // A leased delivery is due when its lease runs out; another, when due, unless its endpoint has
-      // no free in-flight slot (then one of that endpoint's leases ending comes first anyway). A
-      // disabled endpoint's pending delivery counts: the claim fails it.
-      const [row] = yield* sql`
-        WITH busy AS (${busy(at)})
-        SELECT min(CASE WHEN d.locked_until >= ${at} THEN d.locked_until ELSE d.next_attempt_at END) AS due
-        FROM webhook_deliveries d LEFT JOIN busy b ON b.endpoint_id = d.endpoint_id
-        WHERE d.status = 'pending' AND (d.locked_until >= ${at} OR COALESCE(b.n, 0) < ${MAX_IN_FLIGHT_PER_ENDPOINT})`.pipe(
-        Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ due: Schema.NullOr(Timestamp) }))))
-      )
-      return Option.fromNullable(row?.due)
-    }).pipe(Effect.orDie, Effect.withSpan("WebhookRepository.nextDue")),
+    nextDue: Effect.flatMap(DateTime.now, selectNextDue).pipe(
+      Effect.map((row) => Option.fromNullable(row.due)),
+      orDie,
+      Effect.withSpan("WebhookRepository.nextDue")
+    ),
 
-    extend: (deliveries, lease) =>
-      deliveries.length === 0 ? Effect.void : Effect.gen(function*() {
-        const until = yield* later(lease)
-        yield* sql`UPDATE webhook_deliveries SET locked_until = ${until}
-                   WHERE locked_until IS NOT NULL AND ${
-          sql.or(deliveries.map((d) => sql`(id = ${d.id} AND claims = ${d.claims})`))
-        }`
-      }).pipe(Effect.orDie, Effect.withSpan("WebhookRepository.extend")),
+    extend: Effect.fn("WebhookRepository.extend")(
+      function*(deliveries: ReadonlyArray<DueDelivery>, duration: Duration.Duration) {
+        const [first, ...rest] = deliveries
+        if (first === undefined) return
+        const { until } = yield* lease(duration)
+        yield* extendLeases({ until, claims: [first, ...rest] })
+      },
+      orDie
+    ),
 
-    complete: (delivery, result) =>
-      (result.next._tag === "gone"
-        ? Effect.gen(function*() {
-          const [owned] = yield* record(delivery, result)
-          if (owned !== undefined) yield* disable(owned.endpoint_id, DateTime.toDate(result.at))
-        }).pipe(sql.withTransaction)
-        : record(delivery, result)).pipe(Effect.asVoid, Effect.orDie, Effect.withSpan("WebhookRepository.complete")),
+    complete: Effect.fn("WebhookRepository.complete")(function*(delivery: DueDelivery, result: AttemptResult) {
+      if (result.next._tag !== "gone") return yield* Effect.asVoid(record(outcome(delivery, result)))
+      yield* Effect.gen(function*() {
+        const owned = yield* record(outcome(delivery, result))
+        if (Option.isSome(owned)) yield* disable(owned.value.endpoint_id, result.at)
+      }).pipe(sql.withTransaction)
+    }, orDie),
 
-    release: (delivery, at) =>
-      sql`UPDATE webhook_deliveries SET locked_until = NULL, next_attempt_at = ${DateTime.toDate(at)}
-          WHERE id = ${delivery.id} AND claims = ${delivery.claims}`.pipe(
-        Effect.asVoid,
-        Effect.orDie,
-        Effect.withSpan("WebhookRepository.release")
-      )
+    release: Effect.fn("WebhookRepository.release")(function*(delivery: DueDelivery, at: DateTime.Utc) {
+      yield* releaseClaim({ id: delivery.id, claims: delivery.claims, at })
+    }, orDie)
   })
 })
+

@@ -10,6 +10,12 @@ import type { Delivery, EventType, WebhookEndpoint } from "../../domain/Webhook.
 import * as InMemoryWebhookRepository from "./InMemoryWebhookRepository.js"
 import * as SqlWebhookRepository from "./SqlWebhookRepository.js"
 
+/**
+ * Deliveries of one endpoint in flight at once, across instances: a slow or unanswering receiver
+ * holds at most this many of the workers' slots, so other endpoints keep their latency.
+ */
+export const MAX_IN_FLIGHT_PER_ENDPOINT = 4
+
 export interface NewEndpoint {
   readonly id: WebhookEndpointId
   readonly user_id: UserId

@@ -1,0 +1,427 @@
+import { describe, expect, layer } from "@effect/vitest"
+import * as Context from "effect/Context"
+import * as DateTime from "effect/DateTime"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
+import * as TestClock from "effect/TestClock"
+import { type Mode, UserId, WebhookEndpointId } from "../../src/domain/Ids.js"
+import { TradeIntent } from "../../src/domain/Intent.js"
+import { allEventTypes, type EventType } from "../../src/domain/Webhook.js"
+import { AccountRepository } from "../../src/services/accounts/AccountRepository.js"
+import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
+import * as InMemoryWebhookRepository from "../../src/services/webhooks/InMemoryWebhookRepository.js"
+import {
+  type AttemptResult,
+  type DueDelivery,
+  MAX_IN_FLIGHT_PER_ENDPOINT,
+  WebhookRepository
+} from "../../src/services/webhooks/WebhookRepository.js"
+import * as Database from "../../src/sql/Database.js"
+import { eventId, newIntent, seedUser, uuid } from "../support/Fixtures.js"
+import * as Postgres from "../support/Postgres.js"
+
+/**
+ * Creates an intent of a seeded user, which records its `intent.created` event and so one delivery
+ * per subscribed endpoint: in SQL the intent repository's transaction writes them; in memory the
+ * event is handed to the webhook repository's store as that transaction would.
+ */
+class Emit extends Context.Tag("Emit")<Emit, {
+  readonly created: (user: Seeded, mode: Mode) => Effect.Effect<{ readonly eventId: string; readonly intent: TradeIntent }>
+}>() {}
+
+type Seeded = Effect.Effect.Success<typeof seedUser>
+
+const create = (user: Seeded, mode: Mode) =>
+  Effect.gen(function*() {
+    const intents = yield* IntentRepository
+    const id = eventId()
+    const broker = mode === "test" ? user.testBroker : user.liveBroker
+    const intent = yield* intents.create(newIntent({ userId: user.user.id, mode }, broker.id), {
+      now: yield* DateTime.now,
+      quota: undefined,
+      eventId: id
+    }).pipe(Effect.orDie)
+    return { eventId: id, intent }
+  })
+
+const emitSql = Layer.effect(
+  Emit,
+  Effect.map(IntentRepository, (intents) => ({
+    created: (user: Seeded, mode: Mode) => create(user, mode).pipe(Effect.provideService(IntentRepository, intents))
+  }))
+)
+
+const emitInMemory = Layer.effect(
+  Emit,
+  Effect.gen(function*() {
+    const intents = yield* IntentRepository
+    const events = yield* InMemoryWebhookRepository.Events
+    return {
+      created: (user: Seeded, mode: Mode) =>
+        create(user, mode).pipe(
+          Effect.tap(({ eventId, intent }) =>
+            events.record({
+              id: eventId,
+              user_id: user.user.id,
+              mode,
+              type: "intent.created",
+              data: Schema.encodeSync(TradeIntent)(intent),
+              created_at: intent.created_at
+            })
+          ),
+          Effect.provideService(IntentRepository, intents)
+        )
+    }
+  })
+)
+
+const sqlRepositories = Layer.mergeAll(IntentRepository.layerSql(), AccountRepository.layerSql, WebhookRepository.layerSql)
+
+const backends = [
+  [
+    "in-memory",
+    emitInMemory.pipe(Layer.provideMerge(Layer.mergeAll(
+      IntentRepository.layerInMemory,
+      AccountRepository.layerInMemory,
+      InMemoryWebhookRepository.layerWithEvents
+    )))
+  ],
+  ["PGlite", emitSql.pipe(Layer.provideMerge(sqlRepositories), Layer.provide(Database.migrated(Database.pglite(undefined))))],
+  ["PostgreSQL", emitSql.pipe(Layer.provideMerge(sqlRepositories), Layer.provide(Postgres.layerFresh))]
+] as const
+
+const lease = Duration.seconds(30)
+
+/** A seeded user with one endpoint per mode subscribed to `events`; deleted (with their deliveries) afterwards. */
+const withEndpoints = <A, E, R>(
+  use: (fixture: {
+    readonly user: Seeded
+    readonly test: WebhookEndpointId
+    readonly live: WebhookEndpointId
+  }) => Effect.Effect<A, E, R>,
+  events: ReadonlyArray<EventType> = allEventTypes
+) =>
+  Effect.gen(function*() {
+    const webhooks = yield* WebhookRepository
+    const user = yield* seedUser
+    const endpoint = (mode: Mode) =>
+      Effect.map(DateTime.now, (now) => ({
+        id: WebhookEndpointId.make(uuid()),
+        user_id: user.user.id,
+        url: `https://example.com/${mode}`,
+        mode,
+        events,
+        secret: "s".repeat(64),
+        created_at: now
+      })).pipe(Effect.flatMap(webhooks.createEndpoint))
+    const test = yield* endpoint("test")
+    const live = yield* endpoint("live")
+    return yield* use({ user, test: test.id, live: live.id }).pipe(
+      Effect.ensuring(Effect.all([webhooks.deleteEndpoint(test.id), webhooks.deleteEndpoint(live.id)]))
+    )
+  })
+
+const attempt = (at: DateTime.Utc, next: AttemptResult["next"], statusCode: number | null = 500): AttemptResult => ({
+  at,
+  statusCode,
+  error: statusCode === null ? "connection refused" : null,
+  durationMs: 12.4,
+  next
+})
+
+const claimAll = Effect.flatMap(WebhookRepository, (webhooks) => webhooks.claim(100, lease))
+
+/** The only item, or the one at `index`, failing the test when there is none. */
+const one = <A>(items: ReadonlyArray<A>, index?: number): A => {
+  if (index === undefined) expect(items).toHaveLength(1)
+  const item = items[index ?? 0]
+  if (item === undefined) throw new Error(`expected an item at ${index ?? 0}, got ${items.length}`)
+  return item
+}
+
+const ids = (deliveries: ReadonlyArray<DueDelivery>) => deliveries.map((d) => d.id).sort()
+
+for (const [name, backend] of backends) {
+  layer(backend, { timeout: 60_000 })(`webhook repository contract: ${name}`, (it) => {
+    describe("endpoints", () => {
+      it.effect("creates, finds, lists in creation order per user, deletes once", () =>
+        Effect.gen(function*() {
+          const webhooks = yield* WebhookRepository
+          const { user } = yield* seedUser
+          const input = (url: string) =>
+            Effect.map(DateTime.now, (now) => ({
+              id: WebhookEndpointId.make(uuid()),
+              user_id: user.id,
+              url,
+              mode: "test" as const,
+              events: ["intent.filled" as const],
+              secret: "f".repeat(64),
+              created_at: now
+            }))
+          const first = yield* webhooks.createEndpoint(yield* input("https://example.com/a"))
+          expect(first).toMatchObject({ url: "https://example.com/a", events: ["intent.filled"], disabled_at: null })
+          yield* TestClock.adjust("1 second")
+          const second = yield* webhooks.createEndpoint(yield* input("https://example.com/b"))
+          expect(Option.getOrThrow(yield* webhooks.findEndpoint(first.id))).toEqual(first)
+          expect(yield* webhooks.listEndpoints(user.id)).toEqual([first, second])
+          expect(yield* webhooks.listEndpoints(UserId.make(uuid()))).toEqual([])
+          expect(yield* webhooks.deleteEndpoint(first.id)).toBe(true)
+          expect(yield* webhooks.deleteEndpoint(first.id)).toBe(false)
+          expect(Option.isNone(yield* webhooks.findEndpoint(first.id))).toBe(true)
+          expect(yield* webhooks.listEndpoints(user.id)).toEqual([second])
+          yield* webhooks.deleteEndpoint(second.id)
+        }))
+    })
+
+    describe("deliveries", () => {
+      it.effect("an event makes one pending delivery for each enabled endpoint of its user and mode subscribing to it", () =>
+        withEndpoints(({ live, test, user }) =>
+          Effect.gen(function*() {
+            const webhooks = yield* WebhookRepository
+            const emit = yield* Emit
+            const { eventId } = yield* emit.created(user, "test")
+            const delivery = one(yield* webhooks.listDeliveries(test, 10))
+            expect(delivery).toMatchObject({
+              endpoint_id: test,
+              event_id: eventId,
+              type: "intent.created",
+              status: "pending",
+              attempts: 0,
+              last_status_code: null,
+              next_attempt_at: yield* DateTime.now,
+              created_at: yield* DateTime.now,
+              history: []
+            })
+            expect(yield* webhooks.listDeliveries(live, 10)).toEqual([])
+            expect(Option.getOrThrow(yield* webhooks.findDelivery(delivery.id))).toEqual(delivery)
+          })))
+
+      it.effect("an endpoint not subscribed to the type gets nothing", () =>
+        withEndpoints(({ test, user }) =>
+          Effect.gen(function*() {
+            const webhooks = yield* WebhookRepository
+            yield* (yield* Emit).created(user, "test")
+            expect(yield* webhooks.listDeliveries(test, 10)).toEqual([])
+            expect(yield* claimAll).toEqual([])
+          }), ["intent.filled"]))
+
+      it.effect("lists newest first, up to the limit", () =>
+        withEndpoints(({ test, user }) =>
+          Effect.gen(function*() {
+            const webhooks = yield* WebhookRepository
+            const emitted = []
+            for (let i = 0; i < 3; i++) {
+              yield* TestClock.adjust("1 second")
+              emitted.push((yield* (yield* Emit).created(user, "test")).eventId)
+            }
+            const listed = yield* webhooks.listDeliveries(test, 2)
+            expect(listed.map((d) => d.event_id)).toEqual(emitted.reverse().slice(0, 2))
+            yield* claimAll
+          })))
+
+      it.effect("claims a due delivery under a lease with everything to send it, once until the lease ends", () =>
+        withEndpoints(({ test, user }) =>
+          Effect.gen(function*() {
+            const webhooks = yield* WebhookRepository
+            const { eventId, intent } = yield* (yield* Emit).created(user, "test")
+            const now = yield* DateTime.now
+            expect(yield* webhooks.nextDue).toEqual(Option.some(now))
+            const claimed = one(yield* claimAll)
+            expect(claimed).toMatchObject({
+              claims: 1,
+              failures: 0,
+              endpointId: test,
+              url: "https://example.com/test",
+              mode: "test",
+              eventId
+            })
+            expect(Redacted.value(claimed.secret)).toBe("s".repeat(64))
+            expect(JSON.parse(claimed.body)).toEqual({
+              id: eventId,
+              type: "intent.created",
+              created_at: DateTime.formatIso(now),
+              data: JSON.parse(JSON.stringify(Schema.encodeSync(TradeIntent)(intent)))
+            })
+            expect(yield* claimAll).toEqual([])
+            expect(yield* webhooks.nextDue).toEqual(Option.some(DateTime.addDuration(now, lease)))
+
+            // The lease runs out: claimed again, and the first claim is fenced off.
+            yield* TestClock.adjust(Duration.sum(lease, Duration.seconds(1)))
+            const again = one(yield* claimAll)
+            expect(again).toMatchObject({ id: claimed.id, claims: 2 })
+            yield* webhooks.complete(claimed, attempt(yield* DateTime.now, { _tag: "succeeded" }, 200))
+            expect(Option.getOrThrow(yield* webhooks.findDelivery(claimed.id))).toMatchObject({
+              status: "pending",
+              attempts: 0
+            })
+            yield* webhooks.complete(again, attempt(yield* DateTime.now, { _tag: "succeeded" }, 204))
+            expect(Option.getOrThrow(yield* webhooks.findDelivery(claimed.id))).toMatchObject({
+              status: "succeeded",
+              attempts: 1,
+              last_status_code: 204,
+              next_attempt_at: null
+            })
+            expect(yield* webhooks.nextDue).toEqual(Option.none())
+          })))
+
+      it.effect("records attempts: a retry is due again when told, with its failures counted; a failure is final", () =>
+        withEndpoints(({ user }) =>
+          Effect.gen(function*() {
+            const webhooks = yield* WebhookRepository
+            yield* (yield* Emit).created(user, "test")
+            const first = one(yield* claimAll)
+            const at = yield* DateTime.now
+            const retryAt = DateTime.addDuration(at, Duration.minutes(1))
+            yield* webhooks.complete(first, attempt(at, { _tag: "retry", at: retryAt }, 503))
+            const pending = Option.getOrThrow(yield* webhooks.findDelivery(first.id))
+            expect(pending).toMatchObject({ status: "pending", attempts: 1, last_status_code: 503, next_attempt_at: retryAt })
+            expect(pending.history.map((a) => ({ ...a }))).toEqual([
+              { attempted_at: at, status_code: 503, error: null, duration_ms: 12 }
+            ])
+            expect(yield* claimAll).toEqual([])
+            expect(yield* webhooks.nextDue).toEqual(Option.some(retryAt))
+
+            yield* TestClock.adjust(Duration.minutes(1))
+            const second = one(yield* claimAll)
+            expect(second).toMatchObject({ id: first.id, failures: 1, claims: 2 })
+            const later = yield* DateTime.now
+            yield* webhooks.complete(second, attempt(later, { _tag: "failed" }, null))
+            const failed = Option.getOrThrow(yield* webhooks.findDelivery(first.id))
+            expect(failed).toMatchObject({ status: "failed", attempts: 2, last_status_code: null, next_attempt_at: null })
+            expect(failed.history[1]).toMatchObject({ attempted_at: later, status_code: null, error: "connection refused" })
+            expect(yield* webhooks.nextDue).toEqual(Option.none())
+
+            // A re-sent delivery is due at once with a fresh retry schedule.
+            expect(yield* webhooks.resend(first.id, later)).toBe(true)
+            expect(Option.getOrThrow(yield* webhooks.findDelivery(first.id))).toMatchObject({
+              status: "pending",
+              attempts: 2,
+              next_attempt_at: later
+            })
+            const resent = one(yield* claimAll)
+            expect(resent).toMatchObject({ id: first.id, failures: 0 })
+            yield* webhooks.complete(resent, attempt(later, { _tag: "succeeded" }, 200))
+          })))
+
+      it.effect(`holds at most ${MAX_IN_FLIGHT_PER_ENDPOINT} deliveries of one endpoint in flight, others unaffected`, () =>
+        withEndpoints(({ live, test, user }) =>
+          Effect.gen(function*() {
+            const webhooks = yield* WebhookRepository
+            const emit = yield* Emit
+            for (let i = 0; i < MAX_IN_FLIGHT_PER_ENDPOINT + 2; i++) yield* emit.created(user, "test")
+            yield* emit.created(user, "live")
+            const claimed = yield* claimAll
+            expect(claimed.filter((d) => d.endpointId === test)).toHaveLength(MAX_IN_FLIGHT_PER_ENDPOINT)
+            expect(claimed.filter((d) => d.endpointId === live)).toHaveLength(1)
+            expect(yield* claimAll).toEqual([])
+            // Every slot busy: nothing is due before a lease ends.
+            const now = yield* DateTime.now
+            expect(yield* webhooks.nextDue).toEqual(Option.some(DateTime.addDuration(now, lease)))
+
+            const done = one(claimed.filter((d) => d.endpointId === test), 0)
+            yield* webhooks.complete(done, attempt(now, { _tag: "succeeded" }, 200))
+            const next = yield* claimAll
+            expect(next.map((d) => d.endpointId)).toEqual([test])
+            expect(ids(next)).not.toContain(done.id)
+            expect(yield* webhooks.claim(1, lease)).toEqual([])
+          })))
+
+      it.effect("claims no more than the limit, earliest first", () =>
+        withEndpoints(({ user }) =>
+          Effect.gen(function*() {
+            const webhooks = yield* WebhookRepository
+            const emit = yield* Emit
+            const first = yield* emit.created(user, "test")
+            yield* TestClock.adjust("1 second")
+            yield* emit.created(user, "test")
+            const claimed = one(yield* webhooks.claim(1, lease))
+            expect(claimed.eventId).toBe(first.eventId)
+            expect(yield* claimAll).toHaveLength(1)
+          })))
+
+      it.effect("extends only current claims' leases; a release hands a delivery back without an attempt", () =>
+        withEndpoints(({ user }) =>
+          Effect.gen(function*() {
+            const webhooks = yield* WebhookRepository
+            yield* (yield* Emit).created(user, "test")
+            const claimed = one(yield* claimAll)
+            yield* TestClock.adjust(Duration.seconds(20))
+            yield* webhooks.extend([claimed], lease)
+            yield* TestClock.adjust(Duration.seconds(20))
+            expect(yield* claimAll).toEqual([])
+            expect(yield* webhooks.nextDue).toEqual(
+              Option.some(DateTime.addDuration(yield* DateTime.now, Duration.seconds(10)))
+            )
+
+            const at = DateTime.addDuration(yield* DateTime.now, Duration.seconds(5))
+            yield* webhooks.release(claimed, at)
+            expect(Option.getOrThrow(yield* webhooks.findDelivery(claimed.id))).toMatchObject({
+              status: "pending",
+              attempts: 0,
+              next_attempt_at: at
+            })
+            expect(yield* webhooks.nextDue).toEqual(Option.some(at))
+            expect(yield* claimAll).toEqual([])
+            yield* TestClock.adjust(Duration.seconds(5))
+            const again = one(yield* claimAll)
+            expect(again).toMatchObject({ id: claimed.id, claims: 2 })
+            // The old claim can neither extend nor complete.
+            yield* webhooks.extend([claimed], Duration.hours(1))
+            yield* webhooks.complete(claimed, attempt(yield* DateTime.now, { _tag: "succeeded" }, 200))
+            expect(Option.getOrThrow(yield* webhooks.findDelivery(claimed.id)).status).toBe("pending")
+            expect(yield* webhooks.nextDue).toEqual(Option.some(DateTime.addDuration(yield* DateTime.now, lease)))
+          })))
+
+      it.effect("a 410 disables the endpoint, fails its pending deliveries and those in flight; no resend", () =>
+        withEndpoints(({ live, test, user }) =>
+          Effect.gen(function*() {
+            const webhooks = yield* WebhookRepository
+            const emit = yield* Emit
+            for (let i = 0; i < MAX_IN_FLIGHT_PER_ENDPOINT + 1; i++) yield* emit.created(user, "test")
+            yield* emit.created(user, "live")
+            const claimed = (yield* claimAll).filter((d) => d.endpointId === test)
+            const gone = one(claimed, 0)
+            const inFlight = one(claimed, 1)
+            const at = yield* DateTime.now
+            yield* webhooks.complete(gone, attempt(at, { _tag: "gone" }, 410))
+            expect(Option.getOrThrow(yield* webhooks.findEndpoint(test)).disabled_at).toEqual(at)
+            expect(Option.getOrThrow(yield* webhooks.findEndpoint(live)).disabled_at).toBeNull()
+            const deliveries = yield* webhooks.listDeliveries(test, 10)
+            expect(deliveries.map((d) => d.status)).toEqual(Array(MAX_IN_FLIGHT_PER_ENDPOINT + 1).fill("failed"))
+            expect(deliveries.find((d) => d.id === gone.id)).toMatchObject({ attempts: 1, last_status_code: 410 })
+
+            // One in flight meanwhile: a retry becomes a failure.
+            const retryAt = DateTime.addDuration(at, Duration.minutes(1))
+            yield* webhooks.complete(inFlight, attempt(at, { _tag: "retry", at: retryAt }, 503))
+            expect(Option.getOrThrow(yield* webhooks.findDelivery(inFlight.id))).toMatchObject({
+              status: "failed",
+              attempts: 1,
+              next_attempt_at: null
+            })
+            expect(yield* webhooks.resend(gone.id, at)).toBe(false)
+            // A new event reaches only the enabled endpoint.
+            yield* emit.created(user, "test")
+            expect(yield* webhooks.listDeliveries(test, 10)).toHaveLength(MAX_IN_FLIGHT_PER_ENDPOINT + 1)
+            expect(yield* claimAll).toEqual([])
+          })))
+
+      it.effect("deleting an endpoint deletes its deliveries", () =>
+        withEndpoints(({ test, user }) =>
+          Effect.gen(function*() {
+            const webhooks = yield* WebhookRepository
+            yield* (yield* Emit).created(user, "test")
+            const delivery = one(yield* webhooks.listDeliveries(test, 10))
+            const claimed = one(yield* claimAll)
+            yield* webhooks.complete(claimed, attempt(yield* DateTime.now, { _tag: "failed" }, 500))
+            expect(yield* webhooks.deleteEndpoint(test)).toBe(true)
+            expect(Option.isNone(yield* webhooks.findDelivery(delivery.id))).toBe(true)
+            expect(yield* webhooks.listDeliveries(test, 10)).toEqual([])
+            expect(yield* webhooks.resend(delivery.id, yield* DateTime.now)).toBe(false)
+          })))
+    })
+  })
+}
