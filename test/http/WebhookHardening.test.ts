@@ -46,7 +46,8 @@ const resolve: PublicAddress.Resolve = (host) => {
 
 /**
  * The whole service with its workers, its logs captured. Live deliveries may reach 127.0.0.2 alone
- * (standing in for a public address: only loopback traffic is possible here); a receiver has 10 s.
+ * (standing in for a public address: only loopback traffic is possible here). A receiver has 60 s,
+ * so that a black hole's attempts outlast any test, however slow the machine.
  */
 const service = <E, R>(database: Layer.Layer<SqlClient.SqlClient | Database.Notifications, E, R>) =>
   Server.layer(TestServer.options).pipe(
@@ -55,7 +56,7 @@ const service = <E, R>(database: Layer.Layer<SqlClient.SqlClient | Database.Noti
         routing: TestServer.routing,
         webhooks: {
           ...TestServer.webhooks,
-          timeout: Duration.seconds(10),
+          timeout: Duration.seconds(60),
           resolve,
           allowAddress: (address) => address === "127.0.0.2"
         }
@@ -206,7 +207,7 @@ for (const [name, backend] of backends) {
         yield* subscribe(ada.userId, healthy.url)
         const created = yield* TestServer.send("POST", "/api/v1/intents", { key: ada.testKey, json: marketOrder(ada.mockId) })
         expect(created.status).toBe(201)
-        // The black hole's attempts last 10 s; the healthy endpoint does not wait for them.
+        // The black hole's attempts last 60 s; the healthy endpoint does not wait for them.
         yield* until(() => healthy.received.length >= 2, 5)
         expect(hole.received.length).toBe(SqlWebhookRepository.MAX_IN_FLIGHT_PER_ENDPOINT)
       }))
