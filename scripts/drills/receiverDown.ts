@@ -3,7 +3,7 @@
  * created: once it is back on the same port, every event must arrive and every delivery be
  * `succeeded`.
  */
-import { startReceiver } from "../lib/Receiver.js"
+import { arrival, listen } from "../../test/support/Harness.js"
 import {
   adminUrl,
   dropDatabase,
@@ -36,7 +36,7 @@ export const receiverDown: Drill = {
   run: async (log) => {
     const admin = adminUrl()
     const database = await freshDatabase(admin, "tir_drill")
-    const receiver = await startReceiver()
+    const receiver = await listen(() => 204)
     let service: Service | undefined
     const logs = logTally()
     try {
@@ -45,7 +45,7 @@ export const receiverDown: Drill = {
       const user = await provision(baseUrl)
       const endpointId = await subscribe(baseUrl, user.userId, receiver.url)
 
-      await receiver.stop()
+      await receiver.close()
       const downAt = performance.now()
       const refused = await fetch(receiver.url, { method: "POST", body: "{}" }).then(() => false, () => true)
       check(refused, "the receiver's port still accepts connections after stop()")
@@ -68,7 +68,7 @@ export const receiverDown: Drill = {
 
       const events = await eventIds(database.url, user.userId)
       check(events.length === 2 * INTENTS, `${events.length} events for ${INTENTS} intents (filled while the receiver was down?)`)
-      check(receiver.arrivals.length === 0, `${receiver.arrivals.length} events arrived while the port was closed`)
+      check(receiver.received.length === 0, `${receiver.received.length} events arrived while the port was closed`)
       const [failedWhileDown, attemptErrors] = await psqlColumn(
         database.url,
         `SELECT count(*) FROM webhook_attempts WHERE status_code IS NULL
@@ -86,10 +86,10 @@ export const receiverDown: Drill = {
       )
       check(Number(stillPending[0]) === events.length, `${stillPending[0]} of ${events.length} deliveries pending, not all`)
 
-      await receiver.start()
+      await receiver.reopen()
       const upAt = performance.now()
       const undelivered = () => {
-        const received = receiver.received()
+        const received = new Set(receiver.received.map((request) => arrival(request).id))
         return events.filter((id) => !received.has(id))
       }
       await waitFor(async () => undelivered().length === 0, "every event delivered after the receiver came back", DRAIN_TIMEOUT_MS, 50)
@@ -120,10 +120,10 @@ export const receiverDown: Drill = {
       check(Number(deliveries) === events.length, `${deliveries} deliveries for ${events.length} events`)
       const again = await eventIds(database.url, user.userId)
       check(again.length === events.length, `${again.length - events.length} events appeared after the outage`)
-      const lastArrival = Math.max(...receiver.arrivals.map((a) => a.at))
+      const lastArrival = Math.max(...receiver.received.map((a) => a.at))
       log(
         `back on port ${receiver.port}: all ${events.length} events arrived in ${(drainedIn / 1000).toFixed(1)} s ` +
-          `(${receiver.arrivals.length} deliveries, ${receiver.arrivals.length - receiver.received().size} duplicates); ` +
+          `(${receiver.received.length} deliveries, ${receiver.received.length - new Set(receiver.received.map((request) => arrival(request).id)).size} duplicates); ` +
           `${deliveries} deliveries succeeded after ${attempts} attempts (at most ${maxAttempts} for one)`
       )
       check(lastArrival > 0, "no arrival")

@@ -27,9 +27,7 @@ describe("limits across server processes on one PostgreSQL", () => {
       withDatabase(async (url) => {
         const env = { DATABASE_URL: url, ADMIN_TOKEN: "adm", ...(store === "Redis" ? { REDIS_URL } : {}) }
         const [a, b] = await Promise.all([start(env), start(env)])
-        const { call } = await signUpOver(a.baseUrl, "adm")
-        const user = await call<{ id: string }>("/users", { name: "Free", tier: "free" })
-        const { key } = await call<{ key: string }>(`/users/${user.id}/api-keys`, { name: "k", mode: "test" })
+        const { key } = await signUpOver(a.baseUrl, "adm", { name: "Free", tier: "free", requests_per_minute: undefined })
         await awayFromMinuteEdge()
         const statuses = await burst([a.baseUrl, b.baseUrl], key)
         expect(statuses.filter((s) => s === 200)).toHaveLength(60)

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Postgres from "../support/Postgres.js"
 import { root, start, stop } from "../support/Process.js"
-import { startArgs } from "../../scripts/lib/StartCommand.js"
+import { startArgs } from "../support/Harness.js"
 
 /** `npm run admin -- …` against `baseUrl`. */
 const admin = (baseUrl: string, args: ReadonlyArray<string>) =>
