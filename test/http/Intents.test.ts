@@ -1,4 +1,5 @@
 import { describe, expect, layer } from "@effect/vitest"
+import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import { admin, marketOrder, signUp } from "../support/Scenario.js"
 import { type Reply, send } from "../support/TestServer.js"
@@ -113,7 +114,7 @@ for (const [name, server] of servers) {
           const body = marketOrder(mockId)
           const revoked = yield* key("test")
           expect((yield* admin("DELETE", `/api-keys/${revoked.id}`)).status).toBe(204)
-          const expiring = yield* key("test", { expires_at: new Date(Date.now() + 1500).toISOString() })
+          const expiring = yield* key("test", { expires_at: DateTime.unsafeMake(Date.now() + 1500) })
           yield* Effect.sleep("1600 millis")
           const replies = [
             yield* send("POST", "/api/v1/intents", { json: body }),

@@ -9,6 +9,7 @@ import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Client from "../../src/Client.js"
 import * as Server from "../../src/http/Server.js"
 import * as Services from "../../src/Services.js"
 import * as Database from "../../src/sql/Database.js"
@@ -53,6 +54,12 @@ export const layer = <E, R>(
 
 /** The whole service on in-memory ports: for fast tests of everything above the repository. */
 export const layerInMemory = serve(Services.layerInMemory(options))
+
+/**
+ * The typed client derived from the API definition, on the test server, authenticated with `token`
+ * (an API key, or `ADMIN_TOKEN` for the operator API): typed bodies and typed errors.
+ */
+export const client = (token: string) => Client.make({ baseUrl: "", token })
 
 export interface Reply {
   readonly status: number
