@@ -130,7 +130,7 @@ export const signUp = (operator: ApiClient, user: Partial<typeof CreateUserPaylo
     const path = { user_id: created.id }
     const key = yield* operator.admin.createApiKey({ path, payload: { name: "test key", mode: "test" } })
     const broker = yield* operator.admin.createBroker({ path, payload: { name: "Mock", kind: "mock", mode: "test" } })
-    return { userId: created.id, key: key.key, brokerId: broker.id }
+    return { userId: created.id, key: key.key, keyId: key.id, brokerId: broker.id }
   })
 
 /**

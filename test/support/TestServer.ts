@@ -9,6 +9,7 @@ import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
 import * as Client from "../../src/Client.js"
 import * as Server from "../../src/http/Server.js"
 import * as Services from "../../src/Services.js"
@@ -99,3 +100,19 @@ export const send = (
     }
     return { status: response.status, headers: response.headers, body, text } satisfies Reply
   }).pipe(Effect.scoped, Effect.orDie)
+
+/** A raw reply's body read with `schema` (decoded, not cast): for the fields a wire test goes on with. */
+export const bodyOf = <A, I>(schema: Schema.Schema<A, I>, reply: Reply): A => Schema.decodeUnknownSync(schema)(reply.body)
+
+/** A body's `id`. */
+export const WithId = Schema.Struct({ id: Schema.String })
+
+/** The fields every error body has (more may follow). */
+export const ErrorBody = Schema.Struct({ error_code: Schema.String, detail: Schema.String, request_id: Schema.String })
+
+/** A 429's body. */
+export const RetryBody = Schema.Struct({ ...ErrorBody.fields, retry_after: Schema.Number })
+
+/** The keys of a JSON object body, sorted. */
+export const keysOf = (reply: Reply) =>
+  Object.keys(bodyOf(Schema.Record({ key: Schema.String, value: Schema.Unknown }), reply)).sort()
