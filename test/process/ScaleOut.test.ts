@@ -1,8 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import * as Crypto from "node:crypto"
 import * as Postgres from "../support/Postgres.js"
-import { call, createIntent, eventually, json, psql, signUpOver, start, type Started, stop } from "../support/Process.js"
+import { call, createIntent, eventually, psql, signUpOver, start, type Started, stop } from "../support/Process.js"
 import { awayFromMinuteEdge } from "../support/RateWindow.js"
 import { isGenuine, type Receiver, receiver } from "../support/Receiver.js"
 
@@ -34,10 +35,12 @@ const startThree = (env: Record<string, string>) => Promise.all([start(env), sta
 const stopAll = async (instances: ReadonlyArray<Started>) =>
   expect(await Promise.all(instances.map((instance) => stop(instance.child)))).toEqual(instances.map(() => 0))
 
+const ErrorCode = Schema.decodeUnknownSync(Schema.Struct({ error_code: Schema.optional(Schema.String) }))
+
 interface Reply {
   readonly status: number
   readonly headers: Headers
-  readonly body: { readonly error_code?: string }
+  readonly body: ReturnType<typeof ErrorCode>
 }
 
 /** `count` requests at once, request `i` to instance `i % 3`. */
@@ -49,7 +52,7 @@ const spread = (instances: ReadonlyArray<Started>, count: number, key: string, m
         headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
         ...(body === undefined ? {} : { body: JSON.stringify(body(i)) })
       })
-      return { status: response.status, headers: response.headers, body: await json(response) }
+      return { status: response.status, headers: response.headers, body: ErrorCode(await response.json()) }
     })
   )
 

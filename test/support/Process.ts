@@ -1,5 +1,6 @@
 import { afterEach } from "@effect/vitest"
 import type { ChildProcess } from "node:child_process"
+import * as Schema from "effect/Schema"
 import { execFileSync } from "node:child_process"
 import * as Harness from "./Harness.js"
 
@@ -24,8 +25,6 @@ export const start = async (env: Record<string, string>) => {
 export const psql = (url: string, query: string): string =>
   execFileSync("psql", [url, "-At", "-c", query], { encoding: "utf8" }).trim()
 
-export const json = async <A>(response: Response): Promise<A> => (await response.json()) as A
-
 /** POST an intent; the 201's id. */
 export const createIntent = async (baseUrl: string, key: string, body: Record<string, unknown>) => {
   const response = await fetch(`${baseUrl}/api/v1/intents`, {
@@ -34,7 +33,7 @@ export const createIntent = async (baseUrl: string, key: string, body: Record<st
     body: JSON.stringify(body)
   })
   if (response.status !== 201) throw new Error(`create: ${response.status} ${await response.text()}`)
-  return (await json<{ id: string }>(response)).id
+  return Schema.decodeUnknownSync(Schema.Struct({ id: Schema.String }))(await response.json()).id
 }
 
 /** Polls until `check` holds, for at most `seconds`. */

@@ -1,4 +1,5 @@
 import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import * as Crypto from "node:crypto"
 import { listen, type Received, type Responder } from "./Harness.js"
 
@@ -15,7 +16,7 @@ export const expectedSignature = (secret: string, timestamp: string, body: strin
 /** Whether a received request is signed with `secret` as the webhook scheme says, and its event id matches the body. */
 export const isGenuine = (request: Received, secret: string) => {
   const timestamp = String(request.headers["sr-timestamp"])
-  const body = JSON.parse(request.body) as { readonly id: string }
+  const body = Schema.decodeUnknownSync(Schema.parseJson(Schema.Struct({ id: Schema.String })))(request.body)
   return request.headers["sr-signature"] === expectedSignature(secret, timestamp, request.body) &&
     /^\d+$/.test(timestamp) && Math.abs(Number(timestamp) - Date.now() / 1000) <= 300 &&
     request.headers["sr-event-id"] === body.id &&
