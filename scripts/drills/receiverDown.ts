@@ -3,23 +3,20 @@
  * created: once it is back on the same port, every event must arrive and every delivery be
  * `succeeded`.
  */
-import { arrival, listen } from "../../test/support/Harness.js"
+import { arrival, call, clientOf, listen } from "../../test/support/Harness.js"
 import {
   adminUrl,
   dropDatabase,
   eventIds,
-  expectStatus,
   freshDatabase,
   logTally,
   marketIntent,
   provision,
   psqlColumn,
-  request,
   type Service,
   sleep,
   startHealthy,
   stopService,
-  stringField,
   subscribe,
   waitFor
 } from "../lib/Service.js"
@@ -51,17 +48,9 @@ export const receiverDown: Drill = {
       check(refused, "the receiver's port still accepts connections after stop()")
 
       // Intents spread over the outage, so that deliveries sit at different points of the schedule.
-      const ids: Array<string> = []
+      const { intents } = await clientOf(baseUrl, user.apiKey)
       for (let i = 0; i < INTENTS; i++) {
-        const body = expectStatus(
-          `create intent ${i}`,
-          await request(`${baseUrl}/api/v1/intents`, user.apiKey, {
-            method: "POST",
-            body: marketIntent(`down-${i}`, user.brokerId)
-          }),
-          201
-        )
-        ids.push(stringField(body, "id"))
+        await call(intents.createIntent({ payload: marketIntent(`down-${i}`, user.brokerId) }))
         await sleep((DOWN_MS - 1_000) / INTENTS)
       }
       await sleep(Math.max(0, DOWN_MS - (performance.now() - downAt)))

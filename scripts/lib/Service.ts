@@ -6,6 +6,7 @@ import { execFile, execFileSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { promisify } from "node:util"
 import type { CreateUserPayload } from "../../src/api/AdminApi.js"
+import type { CreateIntentPayload } from "../../src/domain/Intent.js"
 import * as Harness from "../../test/support/Harness.js"
 
 export { freePort, ROOT, stop as stopService } from "../../test/support/Harness.js"
@@ -262,7 +263,7 @@ export const unsubscribe = async (baseUrl: string, endpointId: string) => {
 }
 
 /** A market buy of one AAPL on `brokerId`: fills at once on the mock broker. */
-export const marketIntent = (intentId: string, brokerId: string) => ({
+export const marketIntent = (intentId: string, brokerId: string): CreateIntentPayload => ({
   intent_id: intentId,
   symbol: "AAPL",
   side: "buy",
