@@ -2,7 +2,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { CreatedApiKey } from "../../src/api/AdminApi.js"
 import { admin, marketOrder, operator, signUp } from "../support/Scenario.js"
-import { bodyOf, send, WithId } from "../support/TestServer.js"
+import { bodyOf, keysOf, send, WithId } from "../support/TestServer.js"
 import { servers } from "./Backends.js"
 
 for (const [name, server] of servers) {
@@ -93,7 +93,7 @@ for (const [name, server] of servers) {
           const { userId } = yield* signUp()
           const mock = yield* admin("POST", `/users/${userId}/brokers`, { name: "M", kind: "mock", mode: "test" })
           expect(mock.status).toBe(201)
-          expect(Object.keys(mock.body as object).sort()).toEqual(["created_at", "id", "kind", "mode", "name"])
+          expect(keysOf(mock)).toEqual(["created_at", "id", "kind", "mode", "name"])
           const alpaca = yield* admin("POST", `/users/${userId}/brokers`, {
             name: "A",
             kind: "alpaca",

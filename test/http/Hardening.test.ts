@@ -3,7 +3,7 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import * as Effect from "effect/Effect"
 import * as Http from "node:http"
 import { admin, marketOrder, operator, signUp } from "../support/Scenario.js"
-import { ADMIN_TOKEN, bodyOf, type Reply, send, WithId } from "../support/TestServer.js"
+import { ADMIN_TOKEN, bodyOf, keysOf, type Reply, send, WithId } from "../support/TestServer.js"
 import { servers } from "./Backends.js"
 
 const expectError = (reply: Reply, status: number, error_code: string, detail: string) => {
@@ -154,7 +154,7 @@ for (const [name, server] of servers) {
           const refused = yield* postChunked("/api/v1/intents", headers, chunks)
           expect(refused.status).toBe(413)
           expect(refused.body).toMatchObject({ error_code: "payload_too_large", detail: "Request body too large" })
-          expect(Object.keys(refused.body as object).sort()).toEqual(["detail", "error_code", "request_id"])
+          expect(keysOf(refused)).toEqual(["detail", "error_code", "request_id"])
           const adminRefused = yield* postChunked("/admin/v1/users", adminHeaders, [big])
           expect(adminRefused.status).toBe(413)
           // A chunked body within the limit is read as usual.

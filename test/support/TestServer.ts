@@ -102,7 +102,7 @@ export const send = (
   }).pipe(Effect.scoped, Effect.orDie)
 
 /** A raw reply's body read with `schema` (decoded, not cast): for the fields a wire test goes on with. */
-export const bodyOf = <A, I>(schema: Schema.Schema<A, I>, reply: Reply): A => Schema.decodeUnknownSync(schema)(reply.body)
+export const bodyOf = <A, I>(schema: Schema.Schema<A, I>, reply: { readonly body: unknown }): A => Schema.decodeUnknownSync(schema)(reply.body)
 
 /** A body's `id`. */
 export const WithId = Schema.Struct({ id: Schema.String })
@@ -114,5 +114,5 @@ export const ErrorBody = Schema.Struct({ error_code: Schema.String, detail: Sche
 export const RetryBody = Schema.Struct({ ...ErrorBody.fields, retry_after: Schema.Number })
 
 /** The keys of a JSON object body, sorted. */
-export const keysOf = (reply: Reply) =>
+export const keysOf = (reply: { readonly body: unknown }) =>
   Object.keys(bodyOf(Schema.Record({ key: Schema.String, value: Schema.Unknown }), reply)).sort()
