@@ -14,7 +14,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import os from "node:os"
 import { cpuMs, measure, peakRssMiB } from "./bench/ProcessStats.js"
-import { startReceiver } from "./lib/Receiver.js"
+import { arrival, listen } from "../test/support/Harness.js"
 import {
   adminUrl,
   dropDatabase,
@@ -325,7 +325,7 @@ const endToEnd = async (context: Context, connections: number): Promise<Line> =>
  * flow on `connections` clients, then a backlog of every event so far drained by a new endpoint.
  */
 const webhooks = async (context: Context, connections: number): Promise<ReadonlyArray<Line>> => {
-  const receiver = await startReceiver()
+  const receiver = await listen(() => 204)
   const pid = pidOf(context.service.child)
   try {
     const endpoint = await subscribe(context.service.baseUrl, context.account.userId, receiver.url)
@@ -338,13 +338,13 @@ const webhooks = async (context: Context, connections: number): Promise<Readonly
           signal
         })
         expectStatus("POST /api/v1/intents", response, 201)
-      }).then(() => waitUntil(() => receiver.arrivals.length >= context.settings.intents * 2, "live deliveries")))
+      }).then(() => waitUntil(() => receiver.received.length >= context.settings.intents * 2, "live deliveries")))
     const liveMs = performance.now() - started
-    const latency = receiver.arrivals.map((arrival) => arrival.at - arrival.createdAt).sort((a, b) => a - b)
+    const latency = receiver.received.map(arrival).map((event) => event.at - event.createdAt).sort((a, b) => a - b)
     await unsubscribe(context.service.baseUrl, endpoint)
 
     const backlogEndpoint = await subscribe(context.service.baseUrl, context.account.userId, receiver.url)
-    const before = receiver.arrivals.length
+    const before = receiver.received.length
     const [backlogText] = await psqlColumn(context.databaseUrl, `
       WITH added AS (
         INSERT INTO webhook_deliveries (id, endpoint_id, event_id, status, next_attempt_at, created_at, updated_at)
@@ -356,10 +356,10 @@ const webhooks = async (context: Context, connections: number): Promise<Readonly
     const drainStartedAt = Date.now()
     const drain = await measure(pid, async () => {
       await run("psql", [context.databaseUrl, "-qc", "SELECT pg_notify('webhook_deliveries', 'due')"])
-      await waitUntil(() => receiver.arrivals.length >= before + backlog, "backlog", 120_000)
+      await waitUntil(() => receiver.received.length >= before + backlog, "backlog", 120_000)
     })
     const drainMs = performance.now() - drainStarted
-    const drained = receiver.arrivals.slice(before).map((arrival) => arrival.at - drainStartedAt).sort((a, b) => a - b)
+    const drained = receiver.received.slice(before).map((arrival) => arrival.at - drainStartedAt).sort((a, b) => a - b)
     await unsubscribe(context.service.baseUrl, backlogEndpoint)
     await quiesce(context.databaseUrl)
     return [

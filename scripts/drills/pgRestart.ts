@@ -4,7 +4,7 @@
  * notifications again afterwards (not merely by polling).
  */
 import { createCluster } from "../lib/Cluster.js"
-import { startReceiver } from "../lib/Receiver.js"
+import { arrival, call, clientOf, listen } from "../../test/support/Harness.js"
 import {
   ADMIN_TOKEN,
   type Database,
@@ -68,7 +68,7 @@ export const pgRestart: Drill = {
   description: "PostgreSQL restarted under load: 503 while down, recovers alone, no 201 lost, workers and key cache woken again",
   run: async (log) => {
     const cluster = await createCluster()
-    const receiver = await startReceiver()
+    const receiver = await listen(() => 204)
     const services: Array<Service> = []
     // The outage makes both instances log every failed request: counted, printed as a summary.
     const logs = logTally()
@@ -227,31 +227,24 @@ export const pgRestart: Drill = {
         `create → filled p50/max: ${baseline.p50.toFixed(0)}/${baseline.max.toFixed(0)} ms before, ` +
           `${recovered.p50.toFixed(0)}/${recovered.max.toFixed(0)} ms after the restart (polling alone: about 1 s)`
       )
-      const recentArrivals = receiver.arrivals.filter((a) => a.type === "intent.filled").slice(-PROBES)
+      const recentArrivals = receiver.received.map(arrival).filter((a) => a.type === "intent.filled").slice(-PROBES)
       const webhookLatency = percentiles(recentArrivals.map((a) => a.at - a.createdAt))
       log(`filled event → receiver p50/max after the restart: ${webhookLatency.p50}/${webhookLatency.max} ms`)
 
       // Key cache: a key used on instance two, revoked through instance one, is refused by two at once.
-      const key = expectStatus(
-        "create key",
-        await request(`${one.baseUrl}/admin/v1/users/${user.userId}/api-keys`, ADMIN_TOKEN, {
-          method: "POST",
-          body: { name: "revoked in the drill", mode: "test" }
-        }),
-        201
-      )
-      const secret = stringField(key, "key")
+      const { admin } = await clientOf(one.baseUrl, ADMIN_TOKEN)
+      const key = await call(admin.createApiKey({
+        path: { user_id: user.userId },
+        payload: { name: "revoked in the drill", mode: "test" }
+      }))
+      const secret = key.key
       await waitFor(
         async () => (await request(`${two.baseUrl}/api/v1/intents`, secret)).status === 200,
         "new key accepted on instance two",
         5_000
       )
       for (let i = 0; i < 3; i++) await request(`${two.baseUrl}/api/v1/intents`, secret)
-      expectStatus(
-        "revoke key",
-        await request(`${one.baseUrl}/admin/v1/api-keys/${stringField(key, "id")}`, ADMIN_TOKEN, { method: "DELETE" }),
-        204
-      )
+      await call(admin.revokeApiKey({ path: { key_id: key.id } }))
       const revokedAt = performance.now()
       await waitFor(
         async () => (await request(`${two.baseUrl}/api/v1/intents`, secret)).status === 401,
@@ -276,7 +269,7 @@ export const pgRestart: Drill = {
         check(stringField(body, "status") === "filled", `intent ${id}: ${stringField(body, "status")}, not filled`)
       })
       const undelivered = async () => {
-        const received = receiver.received()
+        const received = new Set(receiver.received.map((request) => arrival(request).id))
         return (await eventIds(database.url, user.userId)).filter((id) => !received.has(id))
       }
       await waitFor(async () => (await undelivered()).length === 0, "every event delivered", CONVERGE_TIMEOUT_MS, 250).catch(
@@ -291,7 +284,7 @@ export const pgRestart: Drill = {
         `LISTEN streams failed ${lost() - lostAtRecovery} times after the recovery (probes not coming back?)`
       )
       log(
-        `${ids.length} intents 201'd under load, all filled; ${events.length} events, ${receiver.arrivals.length} deliveries; ` +
+        `${ids.length} intents 201'd under load, all filled; ${events.length} events, ${receiver.received.length} deliveries; ` +
           `converged ${((performance.now() - converged) / 1000).toFixed(1)} s after the checks began`
       )
     } finally {

@@ -3,23 +3,20 @@
  * created: once it is back on the same port, every event must arrive and every delivery be
  * `succeeded`.
  */
-import { startReceiver } from "../lib/Receiver.js"
+import { arrival, call, clientOf, listen } from "../../test/support/Harness.js"
 import {
   adminUrl,
   dropDatabase,
   eventIds,
-  expectStatus,
   freshDatabase,
   logTally,
   marketIntent,
   provision,
   psqlColumn,
-  request,
   type Service,
   sleep,
   startHealthy,
   stopService,
-  stringField,
   subscribe,
   waitFor
 } from "../lib/Service.js"
@@ -36,7 +33,7 @@ export const receiverDown: Drill = {
   run: async (log) => {
     const admin = adminUrl()
     const database = await freshDatabase(admin, "tir_drill")
-    const receiver = await startReceiver()
+    const receiver = await listen(() => 204)
     let service: Service | undefined
     const logs = logTally()
     try {
@@ -45,30 +42,22 @@ export const receiverDown: Drill = {
       const user = await provision(baseUrl)
       const endpointId = await subscribe(baseUrl, user.userId, receiver.url)
 
-      await receiver.stop()
+      await receiver.close()
       const downAt = performance.now()
       const refused = await fetch(receiver.url, { method: "POST", body: "{}" }).then(() => false, () => true)
       check(refused, "the receiver's port still accepts connections after stop()")
 
       // Intents spread over the outage, so that deliveries sit at different points of the schedule.
-      const ids: Array<string> = []
+      const { intents } = await clientOf(baseUrl, user.apiKey)
       for (let i = 0; i < INTENTS; i++) {
-        const body = expectStatus(
-          `create intent ${i}`,
-          await request(`${baseUrl}/api/v1/intents`, user.apiKey, {
-            method: "POST",
-            body: marketIntent(`down-${i}`, user.brokerId)
-          }),
-          201
-        )
-        ids.push(stringField(body, "id"))
+        await call(intents.createIntent({ payload: marketIntent(`down-${i}`, user.brokerId) }))
         await sleep((DOWN_MS - 1_000) / INTENTS)
       }
       await sleep(Math.max(0, DOWN_MS - (performance.now() - downAt)))
 
       const events = await eventIds(database.url, user.userId)
       check(events.length === 2 * INTENTS, `${events.length} events for ${INTENTS} intents (filled while the receiver was down?)`)
-      check(receiver.arrivals.length === 0, `${receiver.arrivals.length} events arrived while the port was closed`)
+      check(receiver.received.length === 0, `${receiver.received.length} events arrived while the port was closed`)
       const [failedWhileDown, attemptErrors] = await psqlColumn(
         database.url,
         `SELECT count(*) FROM webhook_attempts WHERE status_code IS NULL
@@ -86,10 +75,10 @@ export const receiverDown: Drill = {
       )
       check(Number(stillPending[0]) === events.length, `${stillPending[0]} of ${events.length} deliveries pending, not all`)
 
-      await receiver.start()
+      await receiver.reopen()
       const upAt = performance.now()
       const undelivered = () => {
-        const received = receiver.received()
+        const received = new Set(receiver.received.map((request) => arrival(request).id))
         return events.filter((id) => !received.has(id))
       }
       await waitFor(async () => undelivered().length === 0, "every event delivered after the receiver came back", DRAIN_TIMEOUT_MS, 50)
@@ -120,10 +109,10 @@ export const receiverDown: Drill = {
       check(Number(deliveries) === events.length, `${deliveries} deliveries for ${events.length} events`)
       const again = await eventIds(database.url, user.userId)
       check(again.length === events.length, `${again.length - events.length} events appeared after the outage`)
-      const lastArrival = Math.max(...receiver.arrivals.map((a) => a.at))
+      const lastArrival = Math.max(...receiver.received.map((a) => a.at))
       log(
         `back on port ${receiver.port}: all ${events.length} events arrived in ${(drainedIn / 1000).toFixed(1)} s ` +
-          `(${receiver.arrivals.length} deliveries, ${receiver.arrivals.length - receiver.received().size} duplicates); ` +
+          `(${receiver.received.length} deliveries, ${receiver.received.length - new Set(receiver.received.map((request) => arrival(request).id)).size} duplicates); ` +
           `${deliveries} deliveries succeeded after ${attempts} attempts (at most ${maxAttempts} for one)`
       )
       check(lastArrival > 0, "no arrival")

@@ -1,20 +1,18 @@
 /**
- * What the bench and the drills share: fresh PostgreSQL databases, the service as a child process
- * (`dist/main.js`, built and run as `npm start` does), a provisioned user, and JSON calls.
+ * What the bench and the drills share beyond the harness: fresh PostgreSQL databases, load, JSON
+ * calls, and the harness's service and sign-up with the bench's admin token.
  */
-import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process"
+import { execFile, execFileSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { once } from "node:events"
-import { createServer } from "node:net"
-import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
-import { startArgs } from "./StartCommand.js"
+import type { CreateUserPayload } from "../../src/api/AdminApi.js"
+import type { CreateIntentPayload } from "../../src/domain/Intent.js"
+import * as Harness from "../../test/support/Harness.js"
+import type { UserId, WebhookEndpointId } from "../../src/domain/Ids.js"
 
-export const ROOT = fileURLToPath(new URL("../..", import.meta.url))
+export { freePort, ROOT, stop as stopService } from "../../test/support/Harness.js"
 export const ADMIN_TOKEN = "bench-admin"
 const REQUEST_TIMEOUT_MS = 10_000
-const HEALTH_TIMEOUT_MS = 60_000
-const STOP_GRACE_MS = 10_000
 
 export const run = promisify(execFile)
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
@@ -189,106 +187,30 @@ export const eventIds = (url: string, userId: string) =>
 // ---------------------------------------------------------------------------------------------
 // The service
 
-export const freePort = async (): Promise<number> => {
-  const server = createServer()
-  server.listen(0, "127.0.0.1")
-  await once(server, "listening")
-  const address = server.address()
-  server.close()
-  if (address === null || typeof address === "string") throw new Error("could not find a free port")
-  return address.port
-}
-
-export interface Service {
-  readonly child: ChildProcess
-  readonly baseUrl: string
-  readonly port: number
-}
+export type Service = Harness.Started
 
 let built = false
 
 /** `npm run build`, once per process: the bundle `npm start` runs. */
 export const build = () => {
   if (built) return
-  execFileSync("npm", ["run", "--silent", "build"], { cwd: ROOT, stdio: "inherit" })
+  execFileSync("npm", ["run", "--silent", "build"], { cwd: Harness.ROOT, stdio: "inherit" })
   built = true
 }
 
 /**
- * Starts `npm start`'s command on PostgreSQL at `databaseUrl`; `env` adds or overrides settings.
- * Its output goes to stderr, each line labelled, unless `onLine` takes the lines instead.
+ * The shared harness's `start` on PostgreSQL at `databaseUrl`, with the bench's admin token; `env`
+ * adds or overrides settings. Its output goes to stderr, each line labelled, unless `onLine` takes it.
  */
-export const startService = (
-  databaseUrl: string,
-  port: number,
-  env: Record<string, string> = {},
-  label = "service",
-  nodeArgs: ReadonlyArray<string> = [],
-  onLine?: (line: string) => void
-): Service => {
-  build()
-  // The caller's REDIS_URL must not leak in: the limiter counts in the database unless `env` says Redis.
-  const { REDIS_URL: _redis, ...inherited } = process.env
-  const child = spawn(process.execPath, [...nodeArgs, ...startArgs()], {
-    cwd: ROOT,
-    env: {
-      ...inherited,
-      DATABASE_URL: databaseUrl,
-      PORT: String(port),
-      HOST: "127.0.0.1",
-      ADMIN_TOKEN,
-      LOG_LEVEL: "warn",
-      ...env
-    },
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  // Warnings and errors are worth seeing next to the numbers.
-  const forward = (chunk: Buffer) => {
-    for (const line of chunk.toString().split("\n")) {
-      if (line === "") continue
-      if (onLine === undefined) process.stderr.write(`[${label}] ${line}\n`)
-      else onLine(line)
-    }
-  }
-  child.stdout?.on("data", forward)
-  child.stderr?.on("data", forward)
-  return { child, port, baseUrl: `http://127.0.0.1:${port}` }
-}
-
-export const waitHealthy = async (service: Service, timeoutMs = HEALTH_TIMEOUT_MS) => {
-  const deadline = Date.now() + timeoutMs
-  while (Date.now() < deadline) {
-    if (service.child.exitCode !== null) {
-      throw new Error(`service exited with code ${service.child.exitCode} before it was healthy`)
-    }
-    try {
-      const response = await fetch(`${service.baseUrl}/healthz`, { signal: AbortSignal.timeout(2_000) })
-      await response.body?.cancel()
-      if (response.status === 200) return
-    } catch {
-      // not listening yet
-    }
-    await sleep(200)
-  }
-  throw new Error(`service not healthy after ${timeoutMs / 1000} s`)
-}
-
-/** Starts the service and waits until `/healthz` answers 200. */
-export const startHealthy = async (
+export const startHealthy = (
   databaseUrl: string,
   env: Record<string, string> = {},
   label = "service",
   nodeArgs: ReadonlyArray<string> = [],
-  onLine?: (line: string) => void
+  onLine: (line: string) => void = (line) => process.stderr.write(`[${label}] ${line}\n`)
 ) => {
-  const service = startService(databaseUrl, await freePort(), env, label, nodeArgs, onLine)
-  try {
-    await waitHealthy(service)
-  } catch (error) {
-    await stopService(service.child, "SIGKILL")
-    throw error
-  }
-  return service
+  build()
+  return Harness.start({ DATABASE_URL: databaseUrl, ADMIN_TOKEN, ...env }, { nodeArgs, onLine })
 }
 
 /**
@@ -309,58 +231,40 @@ export const logTally = () => {
   return { onLine, summary, count }
 }
 
-export const stopService = async (child: ChildProcess, signal: NodeJS.Signals = "SIGTERM") => {
-  if (child.exitCode !== null || child.signalCode !== null) return
-  const exited = once(child, "exit")
-  child.kill(signal)
-  const timer = setTimeout(() => child.kill("SIGKILL"), STOP_GRACE_MS)
-  await exited
-  clearTimeout(timer)
-}
-
 export interface Provisioned {
-  readonly userId: string
+  readonly userId: UserId
   readonly apiKey: string
   readonly brokerId: string
 }
 
-/** A user with a test key and a mock broker connection, made through the operator API. */
+/** The shared typed sign-up: an enterprise user allowed a million requests a minute, unless `user` says otherwise. */
 export const provision = async (
   baseUrl: string,
-  user: { readonly tier?: string; readonly requests_per_minute?: number } = {}
+  user: Partial<typeof CreateUserPayload.Type> = {}
 ): Promise<Provisioned> => {
-  const admin = (path: string, body: unknown) =>
-    request(`${baseUrl}/admin/v1${path}`, ADMIN_TOKEN, { method: "POST", body }).then((r) =>
-      expectStatus(`POST /admin/v1${path}`, r, 201)
-    )
-  const userId = stringField(
-    await admin("/users", { name: "bench", tier: "enterprise", requests_per_minute: 1_000_000, ...user }),
-    "id"
-  )
-  const apiKey = stringField(await admin(`/users/${userId}/api-keys`, { name: "bench", mode: "test" }), "key")
-  const brokerId = stringField(
-    await admin(`/users/${userId}/brokers`, { name: "bench mock", kind: "mock", mode: "test" }),
-    "id"
-  )
-  return { apiKey, brokerId, userId }
+  const { brokerId, key, userId } = await Harness.signUpOver(baseUrl, ADMIN_TOKEN, {
+    name: "bench",
+    requests_per_minute: 1_000_000,
+    ...user
+  })
+  return { apiKey: key, brokerId, userId }
 }
 
-/** Subscribes `userId`'s test events to `url` through the operator API; the endpoint's id. */
-export const subscribe = async (baseUrl: string, userId: string, url: string) =>
-  stringField(
-    expectStatus(
-      "POST webhook endpoint",
-      await request(`${baseUrl}/admin/v1/users/${userId}/webhook-endpoints`, ADMIN_TOKEN, {
-        method: "POST",
-        body: { url, mode: "test" }
-      }),
-      201
-    ),
-    "id"
-  )
+/** Subscribes `userId`'s test events to `url` through the typed operator client; the endpoint's id. */
+export const subscribe = async (baseUrl: string, userId: UserId, url: string) => {
+  const { admin } = await Harness.clientOf(baseUrl, ADMIN_TOKEN)
+  const endpoint = await Harness.call(admin.createWebhookEndpoint({ path: { user_id: userId }, payload: { url, mode: "test" } }))
+  return endpoint.id
+}
+
+/** Deletes a webhook endpoint (and its deliveries) through the typed operator client. */
+export const unsubscribe = async (baseUrl: string, endpointId: WebhookEndpointId) => {
+  const { admin } = await Harness.clientOf(baseUrl, ADMIN_TOKEN)
+  await Harness.call(admin.deleteWebhookEndpoint({ path: { endpoint_id: endpointId } }))
+}
 
 /** A market buy of one AAPL on `brokerId`: fills at once on the mock broker. */
-export const marketIntent = (intentId: string, brokerId: string) => ({
+export const marketIntent = (intentId: string, brokerId: string): CreateIntentPayload => ({
   intent_id: intentId,
   symbol: "AAPL",
   side: "buy",
@@ -368,11 +272,3 @@ export const marketIntent = (intentId: string, brokerId: string) => ({
   order_type: "market",
   broker_id: brokerId
 })
-
-/** Deletes a webhook endpoint (and its deliveries) through the operator API. */
-export const unsubscribe = async (baseUrl: string, endpointId: string) => {
-  const response = await request(`${baseUrl}/admin/v1/webhook-endpoints/${endpointId}`, ADMIN_TOKEN, {
-    method: "DELETE"
-  })
-  if (response.status >= 300) throw new Error(`DELETE webhook endpoint: ${response.status}`)
-}

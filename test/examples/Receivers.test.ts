@@ -7,11 +7,10 @@ import { makeReceiver } from "../../examples/receiver-node.js"
 import { webhookRoutes } from "../../examples/receiver-effect.js"
 import { sign, type WebhookEvent } from "../../src/Receiver.js"
 import * as Database from "../../src/sql/Database.js"
-import { freePort } from "../support/Process.js"
+import { freePort } from "../support/Harness.js"
 import { until } from "../support/Receiver.js"
-import { admin, marketOrder, signUp } from "../support/Scenario.js"
+import { create, operator, order, signUp } from "../support/Scenario.js"
 import * as TestServer from "../support/TestServer.js"
-import { send } from "../support/TestServer.js"
 
 const secret = "ab".repeat(32)
 
@@ -23,8 +22,8 @@ layer(TestServer.layer(Database.migrated(Database.pglite(undefined))), { timeout
         const events: Array<{ id: string; type: string; data: unknown }> = []
         const url = `http://127.0.0.1:${yield* Effect.promise(freePort)}/hooks`
         const user = yield* signUp({ requests_per_minute: 10_000 })
-        const created = yield* admin("POST", `/users/${user.userId}/webhook-endpoints`, { url, mode: "test" })
-        const { secret } = created.body as { readonly secret: string }
+        const { admin } = yield* operator
+        const { secret } = yield* admin.createWebhookEndpoint({ path: { user_id: user.userId }, payload: { url, mode: "test" } })
         yield* Effect.acquireRelease(
           Effect.async<Server>((resume) => {
             const server = makeReceiver(secret, (event) => events.push(event))
@@ -32,10 +31,10 @@ layer(TestServer.layer(Database.migrated(Database.pglite(undefined))), { timeout
           }),
           (server) => Effect.sync(() => server.close())
         )
-        const intent = yield* send("POST", "/api/v1/intents", { key: user.testKey, json: marketOrder(user.mockId) })
+        const intent = yield* create(user.testKey, order(user.mockId))
         yield* until(() => events.length >= 2)
         expect(events.map((e) => e.type).sort()).toEqual(["intent.created", "intent.filled"])
-        expect(events.every((e) => (e.data as { id: string }).id === (intent.body as { id: string }).id)).toBe(true)
+        for (const event of events) expect(event.data).toMatchObject({ id: intent.id })
 
         const forged = yield* Effect.promise(() =>
           fetch(url, { method: "POST", headers: { "sr-signature": "v1=00", "sr-timestamp": `${Math.floor(Date.now() / 1000)}` }, body: "{}" })

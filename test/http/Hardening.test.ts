@@ -2,8 +2,8 @@ import { describe, expect, layer } from "@effect/vitest"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as Effect from "effect/Effect"
 import * as Http from "node:http"
-import { admin, marketOrder, signUp } from "../support/Scenario.js"
-import { ADMIN_TOKEN, type Reply, send } from "../support/TestServer.js"
+import { admin, marketOrder, operator, signUp } from "../support/Scenario.js"
+import { ADMIN_TOKEN, bodyOf, keysOf, type Reply, send, WithId } from "../support/TestServer.js"
 import { servers } from "./Backends.js"
 
 const expectError = (reply: Reply, status: number, error_code: string, detail: string) => {
@@ -80,7 +80,7 @@ for (const [name, server] of servers) {
             )
           }
           const endpoint = yield* admin("POST", `/users/${userId}/webhook-endpoints`, { url: "http://example.com/", mode: "test" })
-          const endpointId = (endpoint.body as { id: string }).id
+          const endpointId = bodyOf(WithId, endpoint).id
           const limit = yield* admin("GET", `/webhook-endpoints/${endpointId}/deliveries?limit=1%00`)
           expectError(limit, 400, "validation_error", "limit must be an integer from 1 to 1000")
         }))
@@ -109,8 +109,9 @@ for (const [name, server] of servers) {
           for (const [reply, field] of cases) {
             expectError(reply, 400, "validation_error", `${field} must not contain a NUL character`)
           }
-          expect(((yield* admin("GET", `/users/${userId}/api-keys`)).body as { items: Array<unknown> }).items).toHaveLength(2)
-          expect(((yield* admin("GET", `/users/${userId}/webhook-endpoints`)).body as { items: Array<unknown> }).items).toHaveLength(0)
+          const { admin: operatorApi } = yield* operator
+          expect((yield* operatorApi.listApiKeys({ path: { user_id: userId } })).items).toHaveLength(2)
+          expect((yield* operatorApi.listWebhookEndpoints({ path: { user_id: userId } })).items).toHaveLength(0)
           expect((yield* send("GET", "/api/v1/intents", { key: testKey })).body).toMatchObject({ total_items: 0 })
         }))
 
@@ -153,7 +154,7 @@ for (const [name, server] of servers) {
           const refused = yield* postChunked("/api/v1/intents", headers, chunks)
           expect(refused.status).toBe(413)
           expect(refused.body).toMatchObject({ error_code: "payload_too_large", detail: "Request body too large" })
-          expect(Object.keys(refused.body as object).sort()).toEqual(["detail", "error_code", "request_id"])
+          expect(keysOf(refused)).toEqual(["detail", "error_code", "request_id"])
           const adminRefused = yield* postChunked("/admin/v1/users", adminHeaders, [big])
           expect(adminRefused.status).toBe(413)
           // A chunked body within the limit is read as usual.

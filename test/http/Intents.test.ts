@@ -1,18 +1,22 @@
 import { describe, expect, layer } from "@effect/vitest"
+import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import { IntentId } from "../../src/domain/Ids.js"
+import { TradeIntent } from "../../src/domain/Intent.js"
 import { admin, marketOrder, signUp } from "../support/Scenario.js"
-import { type Reply, send } from "../support/TestServer.js"
+import { bodyOf, ErrorBody, keysOf, type Reply, RetryBody, send, WithId } from "../support/TestServer.js"
 import { waitFor } from "../support/Waiting.js"
 import { servers } from "./Backends.js"
 
 /** The exact error body of the error table, with `request_id` equal to the `X-Request-Id` header. */
 const expectError = (reply: Reply, status: number, error_code: string, detail: string | RegExp) => {
   expect(reply.status).toBe(status)
-  expect(Object.keys(reply.body as object).sort()).toEqual(
+  expect(keysOf(reply)).toEqual(
     status === 429 ? ["detail", "error_code", "request_id", "retry_after"] : ["detail", "error_code", "request_id"]
   )
   expect(reply.body).toMatchObject({ error_code, request_id: reply.headers["x-request-id"] })
-  const actual = (reply.body as { detail: string }).detail
+  const actual = bodyOf(ErrorBody, reply).detail
   if (typeof detail === "string") expect(actual).toBe(detail)
   else expect(actual).toMatch(detail)
   expect(reply.headers["x-request-id"]).toMatch(/^req_[0-9a-f]{32}$/)
@@ -113,7 +117,7 @@ for (const [name, server] of servers) {
           const body = marketOrder(mockId)
           const revoked = yield* key("test")
           expect((yield* admin("DELETE", `/api-keys/${revoked.id}`)).status).toBe(204)
-          const expiring = yield* key("test", { expires_at: new Date(Date.now() + 1500).toISOString() })
+          const expiring = yield* key("test", { expires_at: DateTime.unsafeMake(Date.now() + 1500) })
           yield* Effect.sleep("1600 millis")
           const replies = [
             yield* send("POST", "/api/v1/intents", { json: body }),
@@ -158,7 +162,7 @@ for (const [name, server] of servers) {
           const first = yield* post(testKey, body)
           const again = yield* post(testKey, { ...body, quantity: 99 })
           expectError(again, 409, "duplicate_intent_id", "Trade Intent with this intent_id already exists")
-          const id = (first.body as { id: string }).id
+          const id = bodyOf(WithId, first).id
           expect(again.headers["location"]).toBe(`/api/v1/intents/${id}`)
           const located = yield* send("GET", again.headers["location"]!, { key: testKey })
           expect(located.body).toMatchObject({ id, quantity: 10 })
@@ -173,8 +177,8 @@ for (const [name, server] of servers) {
           })
           expect(replies.map((r) => r.status).sort()).toEqual([201, ...Array(19).fill(409)])
           // Creations that arrive together share a batch: each 409 still points at the one intent.
-          const created = replies.find((r) => r.status === 201)
-          const id = (created?.body as { id: string }).id
+          const [created] = replies.filter((r) => r.status === 201)
+          const id = bodyOf(WithId, created).id
           for (const reply of replies.filter((r) => r.status === 409)) {
             expect(reply.headers["location"]).toBe(`/api/v1/intents/${id}`)
           }
@@ -233,10 +237,10 @@ for (const [name, server] of servers) {
           for (let i = 0; i < 3; i++) expect((yield* send("GET", "/api/v1/intents", { key: testKey })).status).toBe(200)
           const limited = yield* post(testKey, marketOrder(mockId))
           expectError(limited, 429, "rate_limit_exceeded", /^Rate limit exceeded\. Retry after \d+ seconds\.$/)
-          const retryAfter = (limited.body as { retry_after: number }).retry_after
+          const retryAfter = bodyOf(RetryBody, limited).retry_after
           expect(retryAfter).toBeGreaterThanOrEqual(1)
           expect(retryAfter).toBeLessThanOrEqual(60)
-          expect((limited.body as { detail: string }).detail).toBe(`Rate limit exceeded. Retry after ${retryAfter} seconds.`)
+          expect(bodyOf(RetryBody, limited).detail).toBe(`Rate limit exceeded. Retry after ${retryAfter} seconds.`)
           expect(limited.headers["retry-after"]).toBe(String(retryAfter))
           expect(limited.headers["x-ratelimit-limit"]).toBe("3")
           expect(limited.headers["x-ratelimit-remaining"]).toBe("0")
@@ -249,7 +253,7 @@ for (const [name, server] of servers) {
           expect((yield* post(liveKey, marketOrder(alpacaId))).status).toBe(201)
           const over = yield* post(liveKey, marketOrder(alpacaId))
           expectError(over, 429, "quota_exceeded", "Monthly intent quota exceeded")
-          expect((over.body as { retry_after: number }).retry_after).toBeGreaterThan(0)
+          expect(bodyOf(RetryBody, over).retry_after).toBeGreaterThan(0)
           for (let i = 0; i < 3; i++) expect((yield* post(testKey, marketOrder(mockId))).status).toBe(201)
         }))
     })
@@ -260,10 +264,11 @@ for (const [name, server] of servers) {
           const ada = yield* signUp()
           const bob = yield* signUp()
           // HOLD rests at the mock broker: the intent stays as created while we look.
-          const created = (yield* post(ada.testKey, marketOrder(ada.mockId, { intent_id: "lookup:1", symbol: "HOLD" }))).body as {
-            id: string
-          }
-          yield* waitFor(ada.testKey, created.id, (intent) => intent.orders.length > 0)
+          const created = bodyOf(
+            Schema.encodedSchema(TradeIntent),
+            yield* post(ada.testKey, marketOrder(ada.mockId, { intent_id: "lookup:1", symbol: "HOLD" }))
+          )
+          yield* waitFor(ada.testKey, IntentId.make(created.id), (intent) => intent.orders.length > 0)
           const byId = yield* send("GET", `/api/v1/intents/${created.id}`, { key: ada.testKey })
           const byExternal = yield* send("GET", "/api/v1/intents/by-external-id/lookup:1", { key: ada.testKey })
           expect(byId.status).toBe(200)
@@ -292,12 +297,12 @@ for (const [name, server] of servers) {
               limit_price: 90,
               time_in_force: "gtc"
             }))
-            ids.unshift((reply.body as { id: string }).id)
+            ids.unshift(bodyOf(WithId, reply).id)
             yield* Effect.sleep("5 millis")
           }
           const page = yield* send("GET", "/api/v1/intents?page=2&page_size=2", { key: testKey })
           expect(page.body).toMatchObject({ page: 2, page_size: 2, total_items: 5, total_pages: 3 })
-          expect((page.body as { items: Array<{ id: string }> }).items.map((i) => i.id)).toEqual(ids.slice(2, 4))
+          expect(bodyOf(Schema.Struct({ items: Schema.Array(WithId) }), page).items.map((i) => i.id)).toEqual(ids.slice(2, 4))
           const defaults = yield* send("GET", "/api/v1/intents", { key: testKey })
           expect(defaults.body).toMatchObject({ page: 1, page_size: 20, total_items: 5, total_pages: 1 })
           const past = yield* send("GET", "/api/v1/intents?page=7", { key: testKey })
@@ -339,13 +344,14 @@ for (const [name, server] of servers) {
         Effect.gen(function*() {
           const doc = yield* send("GET", "/api/v1/openapi.json")
           expect(doc.status).toBe(200)
-          const spec = doc.body as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> }
+          const Json = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+          const spec = bodyOf(Schema.Struct({ paths: Schema.Record({ key: Schema.String, value: Json }) }), doc)
           expect(Object.keys(spec.paths)).toEqual(expect.arrayContaining([
             "/api/v1/intents",
             "/api/v1/intents/{id}",
             "/api/v1/intents/by-external-id/{intent_id}"
           ]))
-          const create = spec.paths["/api/v1/intents"]!["post"]!
+          const create = Schema.decodeUnknownSync(Schema.Struct({ responses: Json }))(spec.paths["/api/v1/intents"]?.["post"])
           expect(Object.keys(create.responses)).toEqual(
             expect.arrayContaining(["201", "400", "401", "403", "404", "409", "422", "429", "500"])
           )

@@ -13,7 +13,7 @@ import * as Postgres from "../support/Postgres.js"
 import { awayFromMinuteEdge } from "../support/RateWindow.js"
 import { admin, marketOrder, signUp } from "../support/Scenario.js"
 import * as TestServer from "../support/TestServer.js"
-import { type Reply, send } from "../support/TestServer.js"
+import { bodyOf, type Reply, RetryBody, send, WithId } from "../support/TestServer.js"
 import { servers } from "./Backends.js"
 
 const limitHeaders = (reply: Reply) => ({
@@ -92,7 +92,7 @@ for (const [name, server] of servers) {
           expect(over).toHaveLength(15)
           for (const reply of over) expect(reply.body).toMatchObject({ error_code: "quota_exceeded" })
           const listed = yield* send("GET", "/api/v1/intents?page_size=100", { key: user.liveKey })
-          expect((listed.body as { total_items: number }).total_items).toBe(5)
+          expect(listed.body).toMatchObject({ total_items: 5 })
           const tests = yield* Effect.all(
             Array.from({ length: 10 }, () => send("POST", "/api/v1/intents", { key: user.testKey, json: marketOrder(user.mockId) })),
             { concurrency: "unbounded" }
@@ -157,7 +157,7 @@ const expectTooManyFailures = (reply: Reply) => {
     detail: expect.stringMatching(/^Too many failed authentication attempts\. Retry after \d+ seconds\.$/)
   })
   expect(Number(reply.headers["retry-after"])).toBeGreaterThan(0)
-  expect(Number(reply.headers["retry-after"])).toBe((reply.body as { retry_after: number }).retry_after)
+  expect(Number(reply.headers["retry-after"])).toBe(bodyOf(RetryBody, reply).retry_after)
 }
 
 for (const [name, [counts, server]] of throttledServers) {
@@ -219,7 +219,7 @@ for (const [name, [counts, server]] of throttledServers) {
         }
         const created = yield* admin("POST", "/users", { name: "Grace", tier: "pro" })
         expect(created.status).toBe(201)
-        const user = created.body as { id: string }
+        const user = bodyOf(WithId, created)
         expect((yield* admin("GET", `/users/${user.id}`)).status).toBe(200)
         expectTooManyFailures(yield* wrong("guess-5"))
       }))

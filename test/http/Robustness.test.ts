@@ -9,7 +9,7 @@ import * as InMemoryIntentRepository from "../../src/services/intents/InMemoryIn
 import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
 import { marketOrder, signUp } from "../support/Scenario.js"
 import * as TestServer from "../support/TestServer.js"
-import { send } from "../support/TestServer.js"
+import { bodyOf, ErrorBody, keysOf, send } from "../support/TestServer.js"
 
 const ERROR_KEYS = ["detail", "error_code", "request_id"]
 
@@ -46,9 +46,9 @@ layer(TestServer.layerInMemory, { timeout: 60_000, excludeTestServices: true })(
         run(Effect.gen(function*() {
           const reply = yield* send("POST", "/api/v1/intents", { key: testKey, json: body })
           expect([400, 404, 422]).toContain(reply.status)
-          expect(Object.keys(reply.body as object).sort()).toEqual(ERROR_KEYS)
-          expect((reply.body as { detail: string }).detail.length).toBeGreaterThan(0)
-          expect((reply.body as { request_id: string }).request_id).toBe(reply.headers["x-request-id"])
+          expect(keysOf(reply)).toEqual(ERROR_KEYS)
+          expect(bodyOf(ErrorBody, reply).detail.length).toBeGreaterThan(0)
+          expect(bodyOf(ErrorBody, reply).request_id).toBe(reply.headers["x-request-id"])
         }))
       yield* Effect.promise(() =>
         FastCheck.assert(FastCheck.asyncProperty(spoiled(marketOrder(mockId)), refuse), { numRuns: 150 })

@@ -1,26 +1,28 @@
 import { describe, expect, layer } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
-import { marketOrder, signUp } from "../support/Scenario.js"
+import * as Schema from "effect/Schema"
+import { type CreateIntentPayload, TradeIntent } from "../../src/domain/Intent.js"
+import { create, order, signUp } from "../support/Scenario.js"
 import { send } from "../support/TestServer.js"
-import { type IntentBody, waitFor } from "../support/Waiting.js"
+import { waitFor } from "../support/Waiting.js"
 import { servers } from "./Backends.js"
 
-const final = (intent: IntentBody) => ["filled", "canceled", "rejected", "failed"].includes(intent.status)
+const final = (intent: TradeIntent) => ["filled", "canceled", "rejected", "failed"].includes(intent.status)
 
 for (const [name, server] of servers) {
   layer(server, { timeout: 60_000, excludeTestServices: true })(`routing to the mock broker on ${name}`, (it) => {
     /** Creates an intent and returns it once `done` holds. */
-    const route = (order: Record<string, unknown>, done: (intent: IntentBody) => boolean = final) =>
+    const route = (overrides: Partial<CreateIntentPayload>, done: (intent: TradeIntent) => boolean = final) =>
       Effect.gen(function*() {
         const user = yield* signUp({ requests_per_minute: 10_000 })
-        const created = yield* send("POST", "/api/v1/intents", { key: user.testKey, json: marketOrder(user.mockId, order) })
-        expect(created.status).toBe(201)
-        const id = (created.body as IntentBody).id
+        const { id } = yield* create(user.testKey, order(user.mockId, overrides))
         return { ...user, id, intent: yield* waitFor(user.testKey, id, done) }
       })
 
-    const fillsOf = (intent: IntentBody) => intent.orders.flatMap((o) => o.fills.map((f) => [f.quantity, f.price]))
+    const fillsOf = (intent: {
+      readonly orders: ReadonlyArray<{ readonly fills: ReadonlyArray<{ readonly quantity: number; readonly price: number }> }>
+    }) => intent.orders.flatMap((o) => o.fills.map((f) => [f.quantity, f.price]))
 
     describe("the mock broker's cases, one by one", () => {
       it.effect("market: one fill of the whole quantity at 100, filled", () =>
@@ -44,7 +46,7 @@ for (const [name, server] of servers) {
 
       it.effect("other limits rest as new orders; ioc and fok are canceled", () =>
         Effect.gen(function*() {
-          for (const time_in_force of ["day", "gtc"]) {
+          for (const time_in_force of ["day", "gtc"] as const) {
             const { intent } = yield* route(
               { side: "buy", order_type: "limit", limit_price: 99, time_in_force },
               (i) => i.orders.length > 0
@@ -52,7 +54,7 @@ for (const [name, server] of servers) {
             expect(intent.status).toBe("pending")
             expect(intent.orders[0]?.status).toBe("new")
           }
-          for (const time_in_force of ["ioc", "fok"]) {
+          for (const time_in_force of ["ioc", "fok"] as const) {
             const { intent } = yield* route({ side: "sell", order_type: "limit", limit_price: 101, time_in_force })
             expect(intent.status).toBe("canceled")
             expect(intent.orders[0]?.status).toBe("canceled")
@@ -62,20 +64,20 @@ for (const [name, server] of servers) {
 
       it.effect("stops trigger when 100 is at or through the stop, then trade as market or limit", () =>
         Effect.gen(function*() {
-          const filled = [
+          const filled: ReadonlyArray<Partial<CreateIntentPayload>> = [
             { side: "buy", order_type: "stop", stop_price: 95 },
             { side: "buy", order_type: "stop", stop_price: 100 },
             { side: "sell", order_type: "stop", stop_price: 105 },
             { side: "buy", order_type: "stop_limit", stop_price: 95, limit_price: 101 }
           ]
-          for (const order of filled) expect((yield* route(order)).intent.status).toBe("filled")
-          const resting = [
+          for (const stop of filled) expect((yield* route(stop)).intent.status).toBe("filled")
+          const resting: ReadonlyArray<Partial<CreateIntentPayload>> = [
             { side: "buy", order_type: "stop", stop_price: 105 },
             { side: "sell", order_type: "stop", stop_price: 95 },
             { side: "buy", order_type: "stop_limit", stop_price: 95, limit_price: 99 }
           ]
-          for (const order of resting) {
-            const { intent } = yield* route(order, (i) => i.orders.length > 0)
+          for (const stop of resting) {
+            const { intent } = yield* route(stop, (i) => i.orders.length > 0)
             expect(intent.status).toBe("pending")
             expect(intent.orders[0]?.status).toBe("new")
           }
@@ -115,8 +117,8 @@ for (const [name, server] of servers) {
       it.effect("live keys route to their live connection: Alpaca is not reachable in this version", () =>
         Effect.gen(function*() {
           const { alpacaId, liveKey } = yield* signUp()
-          const created = yield* send("POST", "/api/v1/intents", { key: liveKey, json: marketOrder(alpacaId) })
-          const intent = yield* waitFor(liveKey, (created.body as IntentBody).id, final)
+          const created = yield* create(liveKey, order(alpacaId))
+          const intent = yield* waitFor(liveKey, created.id, final)
           expect(intent.status).toBe("failed")
           expect(intent.status_reason).toContain("Routing to Alpaca is not available in this version")
         }))
@@ -130,7 +132,7 @@ for (const [name, server] of servers) {
           const canceled = yield* send("POST", `/api/v1/intents/${id}/cancel`, { key: testKey })
           expect(canceled.status).toBe(200)
           expect(canceled.body).toMatchObject({ id, status: "canceled", status_reason: "Canceled by the client" })
-          expect((canceled.body as IntentBody).orders[0]?.status).toBe("canceled")
+          expect(canceled.body).toHaveProperty(["orders", 0, "status"], "canceled")
 
           const again = yield* send("POST", `/api/v1/intents/${id}/cancel`, { key: testKey })
           expect(again.status).toBe(409)
@@ -145,7 +147,7 @@ for (const [name, server] of servers) {
           const { id, testKey } = yield* route({ symbol: "PARTIAL" }, (i) => i.status === "partially_filled")
           const canceled = yield* send("POST", `/api/v1/intents/${id}/cancel`, { key: testKey })
           expect(canceled.body).toMatchObject({ status: "canceled" })
-          expect(fillsOf(canceled.body as IntentBody)).toEqual([[5, 100]])
+          expect(fillsOf(Schema.decodeUnknownSync(Schema.encodedSchema(TradeIntent))(canceled.body))).toEqual([[5, 100]])
         }))
 
       it.effect("final intents, unknown ids and other users' intents cannot be canceled", () =>
@@ -170,12 +172,12 @@ for (const [name, server] of servers) {
         Effect.gen(function*() {
           const sql = yield* SqlClient.SqlClient
           const { id, intent } = yield* route({})
-          const events = yield* sql<{ id: string; type: string; data: IntentBody }>`
+          const events = yield* sql<{ id: string; type: string; data: typeof TradeIntent.Encoded }>`
             SELECT id, type, data FROM events WHERE intent_id = ${id} ORDER BY created_at, type`
           expect(events.map((e) => e.type)).toEqual(["intent.created", "intent.filled"])
           expect(events.every((e) => /^evt_[0-9a-f]{32}$/.test(e.id))).toBe(true)
           expect(events[0]?.data).toMatchObject({ id, status: "pending", orders: [] })
-          expect(events[1]?.data).toEqual(intent)
+          expect(events[1]?.data).toEqual(Schema.encodeSync(TradeIntent)(intent))
 
           const rejected = yield* route({ symbol: "REJECT" })
           const types = yield* sql<{ type: string }>`SELECT type FROM events WHERE intent_id = ${rejected.id} ORDER BY created_at`
@@ -186,15 +188,12 @@ for (const [name, server] of servers) {
         Effect.gen(function*() {
           const sql = yield* SqlClient.SqlClient
           const user = yield* signUp({ requests_per_minute: 10_000 })
-          const replies = yield* Effect.all(
+          const created = yield* Effect.all(
             Array.from({ length: 40 }, (_, i) =>
-              send("POST", "/api/v1/intents", {
-                key: user.testKey,
-                json: marketOrder(user.mockId, { symbol: i % 4 === 0 ? "PARTIAL" : "AAPL" })
-              })),
+              create(user.testKey, order(user.mockId, { symbol: i % 4 === 0 ? "PARTIAL" : "AAPL" }))),
             { concurrency: 10 }
           )
-          const ids = replies.map((r) => (r.body as IntentBody).id)
+          const ids = created.map((intent) => intent.id)
           for (const id of ids) yield* waitFor(user.testKey, id, (i) => i.status !== "pending")
           const rows = yield* sql<{ submissions: number; orders: string }>`
             SELECT m.submissions, (SELECT count(*) FROM orders o WHERE o.client_order_id = m.client_order_id)::text AS orders

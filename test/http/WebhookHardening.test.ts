@@ -17,16 +17,11 @@ import * as SqlWebhookRepository from "../../src/services/webhooks/SqlWebhookRep
 import * as Database from "../../src/sql/Database.js"
 import * as Postgres from "../support/Postgres.js"
 import { receiver, until } from "../support/Receiver.js"
-import { admin, marketOrder, signUp } from "../support/Scenario.js"
+import type { Delivery } from "../../src/domain/Webhook.js"
+import { create, operator, order, signUp } from "../support/Scenario.js"
 import * as TestServer from "../support/TestServer.js"
-import { type IntentBody, waitFor } from "../support/Waiting.js"
-
-interface Delivery {
-  readonly id: string
-  readonly status: string
-  readonly attempts: number
-  readonly history: ReadonlyArray<{ readonly status_code: number | null; readonly error: string | null }>
-}
+import { waitFor } from "../support/Waiting.js"
+import type { UserId, WebhookEndpointId } from "../../src/domain/Ids.js"
 
 /** Every log line the service writes, as logfmt. */
 const logLines: Array<string> = []
@@ -72,19 +67,17 @@ const backends = [
   ["PostgreSQL", service(Postgres.layerFresh)]
 ] as const
 
-const subscribe = (userId: string, url: string, mode: "test" | "live" = "test") =>
-  Effect.map(admin("POST", `/users/${userId}/webhook-endpoints`, { url, mode }), (reply) => {
-    expect(reply.status).toBe(201)
-    return reply.body as { readonly id: string }
-  })
+const subscribe = (userId: UserId, url: string, mode: "test" | "live" = "test") =>
+  Effect.flatMap(operator, ({ admin }) =>
+    admin.createWebhookEndpoint({ path: { user_id: userId }, payload: { url, mode } }))
 
-const deliveries = (endpointId: string) =>
-  Effect.map(admin("GET", `/webhook-endpoints/${endpointId}/deliveries?limit=100`), (reply) => {
-    expect(reply.status).toBe(200)
-    return (reply.body as { readonly items: ReadonlyArray<Delivery> }).items
-  })
+const deliveries = (endpointId: WebhookEndpointId) =>
+  Effect.flatMap(operator, ({ admin }) =>
+    admin.listDeliveries({ path: { endpoint_id: endpointId }, urlParams: { limit: 100 } })).pipe(
+      Effect.map(({ items }) => items)
+    )
 
-const deliveriesWhen = (endpointId: string, done: (items: ReadonlyArray<Delivery>) => boolean) =>
+const deliveriesWhen = (endpointId: WebhookEndpointId, done: (items: ReadonlyArray<Delivery>) => boolean) =>
   Effect.gen(function*() {
     for (let i = 0; i < 750; i++) {
       const items = yield* deliveries(endpointId)
@@ -98,10 +91,7 @@ const user = signUp({ requests_per_minute: 100_000, intents_per_month: 100_000 }
 
 /** A resting limit order: exactly one event, `intent.created`. */
 const holdOrder = (key: string, brokerId: string) =>
-  Effect.map(
-    TestServer.send("POST", "/api/v1/intents", { key, json: marketOrder(brokerId, { symbol: "HOLD", order_type: "limit", limit_price: 1 }) }),
-    (reply) => expect(reply.status).toBe(201)
-  )
+  create(key, order(brokerId, { symbol: "HOLD", order_type: "limit", limit_price: 1 }))
 
 const listening = (server: Net.Server, port: number, host: string) =>
   Effect.async<number, Error>((resume) => {
@@ -205,8 +195,7 @@ for (const [name, backend] of backends) {
         const ada = yield* user
         const healthy = yield* receiver()
         yield* subscribe(ada.userId, healthy.url)
-        const created = yield* TestServer.send("POST", "/api/v1/intents", { key: ada.testKey, json: marketOrder(ada.mockId) })
-        expect(created.status).toBe(201)
+        yield* create(ada.testKey, order(ada.mockId))
         // The black hole's attempts last 60 s; the healthy endpoint does not wait for them.
         yield* until(() => healthy.received.length >= 2, 5)
         expect(hole.received.length).toBe(SqlWebhookRepository.MAX_IN_FLIGHT_PER_ENDPOINT)
@@ -251,8 +240,8 @@ for (const [name, backend] of backends) {
         // At most the deliveries claimed with the first (the endpoint's in-flight cap), none after the 410.
         expect(sent.length).toBeLessThanOrEqual(SqlWebhookRepository.MAX_IN_FLIGHT_PER_ENDPOINT)
         expect(sent.filter((at) => at > goneAt + 100)).toEqual([])
-        const listed = yield* admin("GET", `/users/${userId}/webhook-endpoints`)
-        const [view] = (listed.body as { readonly items: ReadonlyArray<{ readonly disabled_at: string | null }> }).items
+        const listed = yield* Effect.flatMap(operator, ({ admin }) => admin.listWebhookEndpoints({ path: { user_id: userId } }))
+        const [view] = listed.items
         expect(view?.disabled_at).not.toBeNull()
 
         yield* holdOrder(testKey, mockId)
@@ -294,9 +283,8 @@ for (const [name, backend] of backends) {
         yield* sql`UPDATE webhook_endpoints SET url = ${`http://127.0.0.1:${port}/hooks`} WHERE id = ${literal.id}`
         yield* sql`UPDATE webhook_endpoints SET url = ${`http://local.test:${port}/hooks`} WHERE id = ${local.id}`
 
-        const created = yield* TestServer.send("POST", "/api/v1/intents", { key: liveKey, json: marketOrder(alpacaId) })
-        expect(created.status).toBe(201)
-        yield* waitFor(liveKey, (created.body as IntentBody).id, (i) => i.status === "failed")
+        const created = yield* create(liveKey, order(alpacaId))
+        yield* waitFor(liveKey, created.id, (i) => i.status === "failed")
         yield* until(() => answered >= 1)
         const refused = yield* deliveriesWhen(literal.id, (items) => items.length === 2 && items.every((d) => d.status === "failed"))
         for (const attempt of refused.flatMap((d) => d.history)) expect(attempt.error).toMatch(/127\.0\.0\.1 is not a public address/)

@@ -1,38 +1,22 @@
 import { describe, expect, layer } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { isGenuine, receiver, until } from "../support/Receiver.js"
-import { admin, marketOrder, signUp } from "../support/Scenario.js"
-import { send } from "../support/TestServer.js"
-import { type IntentBody, waitFor } from "../support/Waiting.js"
+import * as Schema from "effect/Schema"
+import type { CreateWebhookEndpointPayload } from "../../src/api/AdminApi.js"
+import { type CreateIntentPayload, TradeIntent } from "../../src/domain/Intent.js"
+import type { Delivery } from "../../src/domain/Webhook.js"
+import { admin, create, operator, order, signUp } from "../support/Scenario.js"
+import { waitFor } from "../support/Waiting.js"
 import { servers } from "./Backends.js"
+import type { UserId, WebhookEndpointId } from "../../src/domain/Ids.js"
 
-interface Endpoint {
-  readonly id: string
-  readonly url: string
-  readonly mode: string
-  readonly events: ReadonlyArray<string>
-  readonly secret: string
-  readonly created_at: string
-  readonly disabled_at: string | null
-}
-
-interface Delivery {
-  readonly id: string
-  readonly event_id: string
-  readonly type: string
-  readonly status: string
-  readonly attempts: number
-  readonly last_status_code: number | null
-  readonly next_attempt_at: string | null
-  readonly history: ReadonlyArray<{ readonly status_code: number | null; readonly error: string | null }>
-}
-
-interface Envelope {
-  readonly id: string
-  readonly type: string
-  readonly created_at: string
-  readonly data: IntentBody & Record<string, unknown>
-}
+/** A webhook event as the receiver got it: the intent in `data` is on the wire (encoded). */
+const Envelope = Schema.parseJson(Schema.Struct({
+  id: Schema.String,
+  type: Schema.String,
+  created_at: Schema.String,
+  data: Schema.encodedSchema(TradeIntent)
+}))
 
 const ALL_TYPES = [
   "intent.created",
@@ -43,20 +27,17 @@ const ALL_TYPES = [
   "intent.failed"
 ]
 
-const subscribe = (userId: string, url: string, extra: Record<string, unknown> = {}) =>
-  Effect.map(admin("POST", `/users/${userId}/webhook-endpoints`, { url, mode: "test", ...extra }), (reply) => {
-    expect(reply.status).toBe(201)
-    return reply.body as Endpoint
-  })
+const subscribe = (userId: UserId, url: string, extra: Partial<typeof CreateWebhookEndpointPayload.Type> = {}) =>
+  Effect.flatMap(operator, ({ admin }) =>
+    admin.createWebhookEndpoint({ path: { user_id: userId }, payload: { url, mode: "test", ...extra } }))
 
-const deliveries = (endpointId: string) =>
-  Effect.map(admin("GET", `/webhook-endpoints/${endpointId}/deliveries`), (reply) => {
-    expect(reply.status).toBe(200)
-    return (reply.body as { readonly items: ReadonlyArray<Delivery> }).items
-  })
+const deliveries = (endpointId: WebhookEndpointId) =>
+  Effect.flatMap(operator, ({ admin }) => admin.listDeliveries({ path: { endpoint_id: endpointId }, urlParams: {} })).pipe(
+    Effect.map(({ items }) => items)
+  )
 
 /** The endpoint's deliveries once `done` holds for them (delivery runs in the background). */
-const deliveriesWhen = (endpointId: string, done: (items: ReadonlyArray<Delivery>) => boolean) =>
+const deliveriesWhen = (endpointId: WebhookEndpointId, done: (items: ReadonlyArray<Delivery>) => boolean) =>
   Effect.gen(function*() {
     for (let i = 0; i < 500; i++) {
       const items = yield* deliveries(endpointId)
@@ -66,19 +47,18 @@ const deliveriesWhen = (endpointId: string, done: (items: ReadonlyArray<Delivery
     return yield* Effect.dieMessage("deliveries did not settle")
   })
 
-const envelope = (body: string) => JSON.parse(body) as Envelope
+const envelope = Schema.decodeUnknownSync(Envelope)
 
 for (const [name, server] of servers) {
   layer(server, { timeout: 60_000, excludeTestServices: true })(`webhooks on ${name}`, (it) => {
     /** A user with a fast limit, an endpoint at a fresh receiver, and a market intent created. */
-    const routedTo = (answer: Parameters<typeof receiver>[0] = () => 200, order: Record<string, unknown> = {}) =>
+    const routedTo = (answer: Parameters<typeof receiver>[0] = () => 200, overrides: Partial<CreateIntentPayload> = {}) =>
       Effect.gen(function*() {
         const user = yield* signUp({ requests_per_minute: 10_000 })
         const hooks = yield* receiver(answer)
         const endpoint = yield* subscribe(user.userId, hooks.url)
-        const created = yield* send("POST", "/api/v1/intents", { key: user.testKey, json: marketOrder(user.mockId, order) })
-        expect(created.status).toBe(201)
-        return { ...user, hooks, endpoint, intentId: (created.body as IntentBody).id }
+        const created = yield* create(user.testKey, order(user.mockId, overrides))
+        return { ...user, hooks, endpoint, intentId: created.id }
       })
 
     describe("endpoints in the operator API", () => {
@@ -93,10 +73,12 @@ for (const [name, server] of servers) {
 
           const listed = yield* admin("GET", `/users/${user.userId}/webhook-endpoints`)
           expect(listed.status).toBe(200)
-          const items = (listed.body as { readonly items: ReadonlyArray<Record<string, unknown>> }).items
+          const { items } = yield* Effect.flatMap(operator, ({ admin }) =>
+            admin.listWebhookEndpoints({ path: { user_id: user.userId } }))
           expect(items.map((item) => item.id)).toEqual([endpoint.id, filtered.id])
           expect(listed.text).not.toContain(endpoint.secret)
-          expect(items[0]).not.toHaveProperty("secret")
+          expect(listed.body).toHaveProperty(["items", 0, "id"], endpoint.id)
+          expect(listed.body).not.toHaveProperty(["items", 0, "secret"])
 
           expect((yield* admin("DELETE", `/webhook-endpoints/${endpoint.id}`)).status).toBe(204)
           const again = yield* admin("DELETE", `/webhook-endpoints/${endpoint.id}`)
@@ -133,8 +115,9 @@ for (const [name, server] of servers) {
           }
           const live = yield* admin("POST", `/users/${user.userId}/webhook-endpoints`, { url: "https://8.8.8.8/hooks", mode: "live" })
           expect(live.status).toBe(201)
-          const listed = yield* admin("GET", `/users/${user.userId}/webhook-endpoints`)
-          expect((listed.body as { readonly items: ReadonlyArray<unknown> }).items).toHaveLength(1)
+          const listed = yield* Effect.flatMap(operator, ({ admin }) =>
+            admin.listWebhookEndpoints({ path: { user_id: user.userId } }))
+          expect(listed.items).toHaveLength(1)
           const unknown = yield* admin("POST", `/users/00000000-0000-4000-8000-000000000000/webhook-endpoints`, {
             url: "http://127.0.0.1/x",
             mode: "test"
@@ -158,7 +141,7 @@ for (const [name, server] of servers) {
           }
           const filled = events.find((event) => event.type === "intent.filled")
           expect(Object.keys(filled ?? {})).toEqual(["id", "type", "created_at", "data"])
-          expect(filled?.data).toEqual(intent)
+          expect(filled?.data).toEqual(Schema.encodeSync(TradeIntent)(intent))
           const created = events.find((event) => event.type === "intent.created")
           expect(created?.data).toMatchObject({ id: intentId, status: "pending", orders: [] })
 
@@ -194,9 +177,7 @@ for (const [name, server] of servers) {
         Effect.gen(function*() {
           const ada = yield* routedTo()
           const bob = yield* routedTo()
-          const live = yield* send("POST", "/api/v1/intents", { key: ada.liveKey, json: marketOrder(ada.alpacaId) })
-          expect(live.status).toBe(201)
-          const liveId = (live.body as IntentBody).id
+          const liveId = (yield* create(ada.liveKey, order(ada.alpacaId))).id
           yield* waitFor(ada.liveKey, liveId, (i) => i.status === "failed")
           yield* waitFor(ada.testKey, ada.intentId, (i) => i.status === "filled")
           yield* waitFor(bob.testKey, bob.intentId, (i) => i.status === "filled")
@@ -212,8 +193,8 @@ for (const [name, server] of servers) {
           const user = yield* signUp({ requests_per_minute: 10_000 })
           const hooks = yield* receiver()
           yield* subscribe(user.userId, hooks.url, { events: ["intent.filled"] })
-          const created = yield* send("POST", "/api/v1/intents", { key: user.testKey, json: marketOrder(user.mockId) })
-          yield* waitFor(user.testKey, (created.body as IntentBody).id, (i) => i.status === "filled")
+          const created = yield* create(user.testKey, order(user.mockId))
+          yield* waitFor(user.testKey, created.id, (i) => i.status === "filled")
           yield* until(() => hooks.received.length >= 1)
           yield* Effect.sleep("200 millis")
           expect(hooks.received.map((r) => envelope(r.body).type)).toEqual(["intent.filled"])
@@ -250,8 +231,8 @@ for (const [name, server] of servers) {
           const { endpoint, hooks, intentId, mockId, testKey, userId } = yield* routedTo(() => 410)
           yield* waitFor(testKey, intentId, (i) => i.status === "filled")
           const settled = yield* deliveriesWhen(endpoint.id, (items) => items.length > 0 && items.every((d) => d.status === "failed"))
-          const listed = yield* admin("GET", `/users/${userId}/webhook-endpoints`)
-          const [view] = (listed.body as { readonly items: ReadonlyArray<Endpoint> }).items
+          const listed = yield* Effect.flatMap(operator, ({ admin }) => admin.listWebhookEndpoints({ path: { user_id: userId } }))
+          const [view] = listed.items
           expect(view?.disabled_at).not.toBeNull()
           // No event was tried twice (deliveries already in flight may each have had their one POST).
           const before = hooks.received.length
@@ -259,8 +240,8 @@ for (const [name, server] of servers) {
           const refused = yield* admin("POST", `/deliveries/${settled[0]?.id}/resend`)
           expect(refused.status).toBe(409)
           expect(refused.body).toMatchObject({ error_code: "webhook_endpoint_disabled" })
-          const next = yield* send("POST", "/api/v1/intents", { key: testKey, json: marketOrder(mockId) })
-          yield* waitFor(testKey, (next.body as IntentBody).id, (i) => i.status === "filled")
+          const next = yield* create(testKey, order(mockId))
+          yield* waitFor(testKey, next.id, (i) => i.status === "filled")
           yield* Effect.sleep("200 millis")
           expect(hooks.received.length).toBe(before)
           expect((yield* deliveries(endpoint.id)).length).toBe(settled.length)

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Postgres from "../support/Postgres.js"
-import { signUpOver, start, stop } from "../support/Process.js"
+import { call, signUpOver, start, stop } from "../support/Process.js"
 import { awayFromMinuteEdge } from "../support/RateWindow.js"
 
 const withDatabase = (body: (url: string) => Promise<void>) =>
@@ -27,9 +27,7 @@ describe("limits across server processes on one PostgreSQL", () => {
       withDatabase(async (url) => {
         const env = { DATABASE_URL: url, ADMIN_TOKEN: "adm", ...(store === "Redis" ? { REDIS_URL } : {}) }
         const [a, b] = await Promise.all([start(env), start(env)])
-        const { call } = await signUpOver(a.baseUrl, "adm")
-        const user = await call<{ id: string }>("/users", { name: "Free", tier: "free" })
-        const { key } = await call<{ key: string }>(`/users/${user.id}/api-keys`, { name: "k", mode: "test" })
+        const { key } = await signUpOver(a.baseUrl, "adm", { name: "Free", tier: "free", requests_per_minute: undefined })
         await awayFromMinuteEdge()
         const statuses = await burst([a.baseUrl, b.baseUrl], key)
         expect(statuses.filter((s) => s === 200)).toHaveLength(60)
@@ -43,7 +41,7 @@ describe("limits across server processes on one PostgreSQL", () => {
     withDatabase(async (url) => {
       const env = { DATABASE_URL: url, ADMIN_TOKEN: "adm" }
       const [a, b] = await Promise.all([start(env), start(env)])
-      const { key, userId } = await signUpOver(a.baseUrl, "adm")
+      const { key, keyId, operator } = await signUpOver(a.baseUrl, "adm")
       const get = async (baseUrl: string) => {
         const response = await fetch(`${baseUrl}/api/v1/intents`, { headers: { authorization: `Bearer ${key}` } })
         await response.body?.cancel()
@@ -51,11 +49,7 @@ describe("limits across server processes on one PostgreSQL", () => {
       }
       // Both instances have now looked the key up (and may cache it).
       for (let i = 0; i < 3; i++) expect([await get(a.baseUrl), await get(b.baseUrl)]).toEqual([200, 200])
-      const keys = await (await fetch(`${a.baseUrl}/admin/v1/users/${userId}/api-keys`, { headers: { authorization: "Bearer adm" } })).json() as {
-        items: Array<{ id: string }>
-      }
-      const revoked = await fetch(`${a.baseUrl}/admin/v1/api-keys/${keys.items[0]?.id}`, { method: "DELETE", headers: { authorization: "Bearer adm" } })
-      expect(revoked.status).toBe(204)
+      await call(operator.admin.revokeApiKey({ path: { key_id: keyId } }))
       expect(await get(a.baseUrl)).toBe(401)
       const deadline = Date.now() + 2_000
       while ((await get(b.baseUrl)) !== 401) {
@@ -89,14 +83,10 @@ describe("limits across server processes on one PostgreSQL", () => {
       const guesses = []
       for (let i = 0; i < 5; i++) guesses.push(await get(b.baseUrl, `sk_test_${"B".repeat(31)}${i}`))
       expect(guesses).toEqual([401, 401, 401, 429, 429])
-      const { key, userId } = await signUpOver(a.baseUrl, "adm")
+      const { key, keyId, operator } = await signUpOver(a.baseUrl, "adm")
       expect(await until(b.baseUrl, key, (s) => s === 200)).toBe(200)
       expect(await get(b.baseUrl, `sk_test_${"B".repeat(32)}`)).toBe(429)
-      const keys = await (await fetch(`${a.baseUrl}/admin/v1/users/${userId}/api-keys`, { headers: { authorization: "Bearer adm" } })).json() as {
-        items: Array<{ id: string }>
-      }
-      const revoked = await fetch(`${a.baseUrl}/admin/v1/api-keys/${keys.items[0]?.id}`, { method: "DELETE", headers: { authorization: "Bearer adm" } })
-      expect(revoked.status).toBe(204)
+      await call(operator.admin.revokeApiKey({ path: { key_id: keyId } }))
       expect(await get(a.baseUrl, key)).toBe(401)
       expect(await until(b.baseUrl, key, (s) => s !== 200)).toBe(429)
       expect(await stop(a.child)).toBe(0)

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import * as Crypto from "node:crypto"
 import * as Postgres from "../support/Postgres.js"
-import { createIntent, eventually, json, psql, signUpOver, start, type Started, stop } from "../support/Process.js"
+import { call, createIntent, eventually, psql, signUpOver, start, type Started, stop } from "../support/Process.js"
 import { awayFromMinuteEdge } from "../support/RateWindow.js"
 import { isGenuine, type Receiver, receiver } from "../support/Receiver.js"
 
@@ -34,10 +35,12 @@ const startThree = (env: Record<string, string>) => Promise.all([start(env), sta
 const stopAll = async (instances: ReadonlyArray<Started>) =>
   expect(await Promise.all(instances.map((instance) => stop(instance.child)))).toEqual(instances.map(() => 0))
 
+const ErrorCode = Schema.decodeUnknownSync(Schema.Struct({ error_code: Schema.optional(Schema.String) }))
+
 interface Reply {
   readonly status: number
   readonly headers: Headers
-  readonly body: { readonly error_code?: string }
+  readonly body: ReturnType<typeof ErrorCode>
 }
 
 /** `count` requests at once, request `i` to instance `i % 3`. */
@@ -49,7 +52,7 @@ const spread = (instances: ReadonlyArray<Started>, count: number, key: string, m
         headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
         ...(body === undefined ? {} : { body: JSON.stringify(body(i)) })
       })
-      return { status: response.status, headers: response.headers, body: await json(response) }
+      return { status: response.status, headers: response.headers, body: ErrorCode(await response.json()) }
     })
   )
 
@@ -64,10 +67,11 @@ describe("three instances on one PostgreSQL, load spread round-robin", () => {
     it(`counting in ${store}: a free key's 60 a minute and a live quota of 5 hold across all three`, () =>
       withDatabaseAndReceivers(async (url) => {
         const instances = await startThree({ ...sharedEnv(url), ...(store === "Redis" ? { REDIS_URL } : {}) })
-        const { call } = await signUpOver(instances[0]!.baseUrl, "adm")
-
-        const free = await call<{ id: string }>("/users", { name: "Free", tier: "free" })
-        const { key } = await call<{ key: string }>(`/users/${free.id}/api-keys`, { name: "k", mode: "test" })
+        const { key, operator } = await signUpOver(instances[0]!.baseUrl, "adm", {
+          name: "Free",
+          tier: "free",
+          requests_per_minute: undefined
+        })
         await awayFromMinuteEdge()
         const burst = await spread(instances, 180, key, "GET")
         expect(statuses(burst)).toEqual({ 200: 60, 429: 120 })
@@ -82,19 +86,20 @@ describe("three instances on one PostgreSQL, load spread round-robin", () => {
         )
         expect(new Set(burst.map((r) => r.headers.get("x-ratelimit-reset"))).size).toBe(1)
 
-        const quoted = await call<{ id: string }>("/users", {
-          name: "Quota",
-          tier: "enterprise",
-          requests_per_minute: 10_000,
-          intents_per_month: 5
-        })
-        const live = await call<{ key: string }>(`/users/${quoted.id}/api-keys`, { name: "live", mode: "live" })
-        const alpaca = await call<{ id: string }>(`/users/${quoted.id}/brokers`, {
-          name: "Alpaca",
-          kind: "alpaca",
-          mode: "live",
-          credentials: { api_key_id: "AKID", api_secret_key: "very-secret" }
-        })
+        const quoted = await call(operator.admin.createUser({
+          payload: { name: "Quota", tier: "enterprise", requests_per_minute: 10_000, intents_per_month: 5 }
+        }))
+        const path = { user_id: quoted.id }
+        const live = await call(operator.admin.createApiKey({ path, payload: { name: "live", mode: "live" } }))
+        const alpaca = await call(operator.admin.createBroker({
+          path,
+          payload: {
+            name: "Alpaca",
+            kind: "alpaca",
+            mode: "live",
+            credentials: { api_key_id: "AKID", api_secret_key: "very-secret" }
+          }
+        }))
         const creations = await spread(instances, 30, live.key, "POST", (i) => ({
           intent_id: `live-${i}`,
           symbol: "AAPL",
@@ -114,9 +119,11 @@ describe("three instances on one PostgreSQL, load spread round-robin", () => {
   it("300 market intents: each is routed and submitted once, and each event reaches each of two endpoints once", () =>
     withDatabaseAndReceivers(async (url, receivers) => {
       const instances = await startThree(sharedEnv(url))
-      const { brokerId, call, key, userId } = await signUpOver(instances[0]!.baseUrl, "adm")
+      const { brokerId, key, operator, userId } = await signUpOver(instances[0]!.baseUrl, "adm")
       const endpoints = await Promise.all(
-        receivers.map((hooks) => call<{ id: string; secret: string }>(`/users/${userId}/webhook-endpoints`, { url: hooks.url, mode: "test" }))
+        receivers.map((hooks) =>
+          call(operator.admin.createWebhookEndpoint({ path: { user_id: userId }, payload: { url: hooks.url, mode: "test" } }))
+        )
       )
 
       const total = 300

@@ -1,12 +1,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import { spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Postgres from "../support/Postgres.js"
-import { root, start, stop } from "../support/Process.js"
-import { startArgs } from "../../scripts/lib/StartCommand.js"
+import { call, clientOf, root, start, stop } from "../support/Process.js"
+import { startArgs } from "../support/Harness.js"
 
 /** `npm run admin -- …` against `baseUrl`. */
 const admin = (baseUrl: string, args: ReadonlyArray<string>) =>
@@ -62,13 +63,8 @@ describe("npm start", () => {
       yield* Effect.promise(async () => {
         const service = await start({ DATABASE_URL: url, ADMIN_TOKEN: "adm" })
         expect(service.output()).not.toContain("First run")
-        const users = await fetch(`${service.baseUrl}/admin/v1/users`, {
-          method: "POST",
-          headers: { authorization: "Bearer adm", "content-type": "application/json" },
-          body: JSON.stringify({ name: "Op", tier: "pro" })
-        })
-        expect(users.status).toBe(201)
-        const { id } = (await users.json()) as { id: string }
+        const operator = await clientOf(service.baseUrl, "adm")
+        const { id } = await call(operator.admin.createUser({ payload: { name: "Op", tier: "pro" } }))
 
         const cli = await admin(service.baseUrl, ["create-key", "--user", id, "--name", "ci", "--mode", "live"])
         expect(cli.code).toBe(0)
@@ -78,7 +74,9 @@ describe("npm start", () => {
         expect(refused.output).toContain("kind mock is only available in test mode")
         const hook = await admin(service.baseUrl, ["create-webhook", "--user", id, "--url", "http://127.0.0.1:9/hooks", "--mode", "test"])
         expect(hook.code).toBe(0)
-        const endpoint = JSON.parse(hook.output) as { id: string; secret: string }
+        const endpoint = Schema.decodeUnknownSync(Schema.parseJson(Schema.Struct({ id: Schema.String, secret: Schema.String })))(
+          hook.output
+        )
         expect(endpoint.secret).toMatch(/^[0-9a-f]{64}$/)
         const none = await admin(service.baseUrl, ["deliveries", "--endpoint", endpoint.id])
         expect(JSON.parse(none.output)).toEqual({ items: [] })

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Postgres from "../support/Postgres.js"
-import { createIntent, eventually, psql, signUpOver, start, stop } from "../support/Process.js"
+import { call, createIntent, eventually, psql, signUpOver, start, stop } from "../support/Process.js"
 import { isGenuine, type Receiver, receiver } from "../support/Receiver.js"
 
 /** A fresh PostgreSQL database and a local receiver that never answers, both gone afterwards. */
@@ -27,8 +27,10 @@ describe("webhook delivery across processes on PostgreSQL", () => {
   it("a process killed with SIGKILL mid-delivery: after a restart every event is delivered, signed", () =>
     withDatabaseAndReceiver(async (url, hooks) => {
       const first = await start(env(url))
-      const { brokerId, call, key, userId } = await signUpOver(first.baseUrl, "adm")
-      const endpoint = await call<{ secret: string }>(`/users/${userId}/webhook-endpoints`, { url: hooks.url, mode: "test" })
+      const { brokerId, key, operator, userId } = await signUpOver(first.baseUrl, "adm")
+      const endpoint = await call(
+        operator.admin.createWebhookEndpoint({ path: { user_id: userId }, payload: { url: hooks.url, mode: "test" } })
+      )
       for (let i = 0; i < 5; i++) {
         await createIntent(first.baseUrl, key, { intent_id: `hook-${i}`, symbol: "AAPL", side: "buy", quantity: 1, order_type: "market", broker_id: brokerId })
       }

@@ -11,9 +11,9 @@ import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import { Notifications, PROBE, supervised } from "../../src/sql/Database.js"
 import * as Postgres from "../support/Postgres.js"
-import { marketOrder, signUp } from "../support/Scenario.js"
+import { create as createIntent, order, signUp } from "../support/Scenario.js"
 import * as TestServer from "../support/TestServer.js"
-import type { IntentBody } from "../support/Waiting.js"
+import type { IntentId } from "../../src/domain/Ids.js"
 
 const probing = { interval: "2 seconds", timeout: "3 seconds" } as const
 
@@ -66,9 +66,9 @@ describe("supervised LISTEN", () => {
 })
 
 /** Waits for `id` to be filled, for at most `seconds`. */
-const filled = (key: string, id: string, seconds: number) =>
-  TestServer.send("GET", `/api/v1/intents/${id}`, { key }).pipe(
-    Effect.map((reply) => (reply.body as IntentBody).status),
+const filled = (key: string, id: IntentId, seconds: number) =>
+  Effect.flatMap(TestServer.client(key), ({ intents }) => intents.getIntent({ path: { id } })).pipe(
+    Effect.map((intent) => intent.status),
     Effect.repeat({ schedule: Schedule.spaced("50 millis"), until: (status) => status === "filled" }),
     Effect.timeoutFail({ duration: `${seconds} seconds`, onTimeout: () => new Error(`intent ${id} not filled`) })
   )
@@ -100,11 +100,8 @@ layer(TestServer.layer(Postgres.layerFresh), { timeout: 60_000, excludeTestServi
         const sql = yield* SqlClient.SqlClient
         const user = yield* signUp({ requests_per_minute: 10_000 })
         const create = Effect.map(
-          Effect.suspend(() => TestServer.send("POST", "/api/v1/intents", { key: user.testKey, json: marketOrder(user.mockId) })),
-          (reply) => {
-            expect(reply.status, reply.text).toBe(201)
-            return (reply.body as IntentBody).id
-          }
+          Effect.suspend(() => createIntent(user.testKey, order(user.mockId))),
+          (intent) => intent.id
         )
         yield* filled(user.testKey, yield* create, 10)
 

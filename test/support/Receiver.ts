@@ -1,55 +1,13 @@
 import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import * as Crypto from "node:crypto"
-import * as Http from "node:http"
-import type { AddressInfo } from "node:net"
+import { listen, type Received, type Responder } from "./Harness.js"
 
-/** One POST as a webhook receiver saw it: raw body bytes, headers, path. */
-export interface Received {
-  readonly path: string
-  readonly headers: Http.IncomingHttpHeaders
-  readonly body: string
-  readonly at: number
-}
+export type { Received, Receiver, Responder } from "./Harness.js"
 
-/** What the receiver answers to the n-th request (from 1): a status, or `hang` to never answer. */
-export type Responder = (request: Received, n: number) => number | "hang"
-
-export interface Receiver {
-  readonly url: string
-  readonly received: ReadonlyArray<Received>
-  /** Changes the answer from now on. */
-  readonly respond: (responder: Responder) => void
-}
-
-/** A real HTTP receiver on loopback, closed with the scope. */
+/** The shared loopback receiver, closed with the scope. */
 export const receiver = (responder: Responder = () => 200) =>
-  Effect.acquireRelease(
-    Effect.async<{ readonly server: Http.Server; readonly receiver: Receiver }>((resume) => {
-      const received: Array<Received> = []
-      let respond = responder
-      const server = Http.createServer((req, res) => {
-        const chunks: Array<Buffer> = []
-        req.on("data", (chunk: Buffer) => chunks.push(chunk))
-        req.on("end", () => {
-          const request = { path: req.url ?? "/", headers: req.headers, body: Buffer.concat(chunks).toString("utf8"), at: Date.now() }
-          received.push(request)
-          const answer = respond(request, received.length)
-          if (answer === "hang") return
-          res.writeHead(answer, answer >= 300 && answer < 400 ? { location: "/redirected" } : {}).end("ok")
-        })
-      })
-      server.listen(0, "127.0.0.1", () => {
-        const { port } = server.address() as AddressInfo
-        resume(Effect.succeed({
-          server,
-          receiver: { url: `http://127.0.0.1:${port}/hooks`, received, respond: (next) => { respond = next } }
-        }))
-      })
-    }),
-    ({ server }) => Effect.sync(() => server.closeAllConnections()).pipe(Effect.zipRight(Effect.async<void>((resume) => {
-      server.close(() => resume(Effect.void))
-    })))
-  ).pipe(Effect.map(({ receiver }) => receiver))
+  Effect.acquireRelease(Effect.promise(() => listen(responder)), (hooks) => Effect.promise(() => hooks.close()))
 
 /** The webhook signature, computed here with `node:crypto` alone, independently of the service's code. */
 export const expectedSignature = (secret: string, timestamp: string, body: string) =>
@@ -58,7 +16,7 @@ export const expectedSignature = (secret: string, timestamp: string, body: strin
 /** Whether a received request is signed with `secret` as the webhook scheme says, and its event id matches the body. */
 export const isGenuine = (request: Received, secret: string) => {
   const timestamp = String(request.headers["sr-timestamp"])
-  const body = JSON.parse(request.body) as { readonly id: string }
+  const body = Schema.decodeUnknownSync(Schema.parseJson(Schema.Struct({ id: Schema.String })))(request.body)
   return request.headers["sr-signature"] === expectedSignature(secret, timestamp, request.body) &&
     /^\d+$/.test(timestamp) && Math.abs(Number(timestamp) - Date.now() / 1000) <= 300 &&
     request.headers["sr-event-id"] === body.id &&

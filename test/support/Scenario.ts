@@ -1,41 +1,38 @@
 import * as Effect from "effect/Effect"
-import { ADMIN_TOKEN, send } from "./TestServer.js"
+import type { CreateApiKeyPayload } from "../../src/api/AdminApi.js"
+import type { CreateIntentPayload } from "../../src/domain/Intent.js"
+import * as Harness from "./Harness.js"
+import { ADMIN_TOKEN, client, send } from "./TestServer.js"
 
+/** A raw operator request, for assertions on the wire (statuses, error bodies, malformed input). */
 export const admin = (method: "GET" | "POST" | "DELETE", path: string, json?: unknown) =>
   send(method, `/admin/v1${path}`, { json, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
 
-const created = <A>(reply: { readonly status: number; readonly body: unknown }) => {
-  if (reply.status !== 201) throw new Error(`expected 201, got ${reply.status}: ${JSON.stringify(reply.body)}`)
-  return reply.body as A
-}
+/** The typed operator client on the test server. */
+export const operator = client(ADMIN_TOKEN)
 
 /**
- * A user set up through the operator API as the dashboard would: a test key, a live key, a mock
- * connection and an Alpaca connection.
+ * A user set up through the typed operator client as the dashboard would: a test key, a live key,
+ * a mock connection and an Alpaca connection.
  */
-export const signUp = (user: { readonly tier?: string; readonly requests_per_minute?: number; readonly intents_per_month?: number } = {}) =>
+export const signUp = (user: Parameters<typeof Harness.signUp>[1] = {}) =>
   Effect.gen(function*() {
-    const { id } = created<{ id: string }>(yield* admin("POST", "/users", { name: "Ada", tier: "free", ...user }))
-    const key = (mode: "test" | "live", extra: Record<string, unknown> = {}) =>
-      Effect.map(
-        admin("POST", `/users/${id}/api-keys`, { name: `${mode} key`, mode, ...extra }),
-        (reply) => created<{ id: string; key: string }>(reply)
-      )
-    const testKey = yield* key("test")
+    const { admin } = yield* operator
+    const { brokerId, key: testKey, userId } = yield* Harness.signUp(yield* operator, user)
+    const key = (mode: "test" | "live", extra: Partial<Omit<typeof CreateApiKeyPayload.Type, "name" | "mode">> = {}) =>
+      admin.createApiKey({ path: { user_id: userId }, payload: { name: `${mode} key`, mode, ...extra } })
     const liveKey = yield* key("live")
-    const mock = created<{ id: string }>(
-      yield* admin("POST", `/users/${id}/brokers`, { name: "Mock", kind: "mock", mode: "test" })
-    )
-    const alpaca = created<{ id: string }>(
-      yield* admin("POST", `/users/${id}/brokers`, {
+    const alpaca = yield* admin.createBroker({
+      path: { user_id: userId },
+      payload: {
         name: "Alpaca",
         kind: "alpaca",
         mode: "live",
         credentials: { api_key_id: "AKID", api_secret_key: "very-secret" }
-      })
-    )
-    return { userId: id, testKey: testKey.key, liveKey: liveKey.key, mockId: mock.id, alpacaId: alpaca.id, key }
-  })
+      }
+    })
+    return { userId, testKey, liveKey: liveKey.key, mockId: brokerId, alpacaId: alpaca.id, key }
+  }).pipe(Effect.orDie)
 
 /** A valid market order body for `brokerId`. */
 export const marketOrder = (brokerId: string, overrides: Record<string, unknown> = {}) => ({
@@ -47,3 +44,18 @@ export const marketOrder = (brokerId: string, overrides: Record<string, unknown>
   broker_id: brokerId,
   ...overrides
 })
+
+/** A valid market order for `brokerId`, typed: what the typed client sends. */
+export const order = (brokerId: string, overrides: Partial<CreateIntentPayload> = {}): CreateIntentPayload => ({
+  intent_id: `ext-${Math.random().toString(36).slice(2)}`,
+  symbol: "AAPL",
+  side: "buy",
+  quantity: 10,
+  order_type: "market",
+  broker_id: brokerId,
+  ...overrides
+})
+
+/** Creates an intent through the typed client: the `TradeIntent`, or the endpoint's typed error. */
+export const create = (key: string, payload: CreateIntentPayload) =>
+  Effect.flatMap(client(key), ({ intents }) => intents.createIntent({ payload }))

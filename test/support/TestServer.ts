@@ -9,6 +9,8 @@ import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
+import * as Client from "../../src/Client.js"
 import * as Server from "../../src/http/Server.js"
 import * as Services from "../../src/Services.js"
 import * as Database from "../../src/sql/Database.js"
@@ -54,6 +56,12 @@ export const layer = <E, R>(
 /** The whole service on in-memory ports: for fast tests of everything above the repository. */
 export const layerInMemory = serve(Services.withPorts(Services.portsInMemory(options)))
 
+/**
+ * The typed client derived from the API definition, on the test server, authenticated with `token`
+ * (an API key, or `ADMIN_TOKEN` for the operator API): typed bodies and typed errors.
+ */
+export const client = (token: string) => Client.make({ baseUrl: "", token })
+
 export interface Reply {
   readonly status: number
   readonly headers: Readonly<Record<string, string | undefined>>
@@ -92,3 +100,19 @@ export const send = (
     }
     return { status: response.status, headers: response.headers, body, text } satisfies Reply
   }).pipe(Effect.scoped, Effect.orDie)
+
+/** A raw reply's body read with `schema` (decoded, not cast): for the fields a wire test goes on with. */
+export const bodyOf = <A, I>(schema: Schema.Schema<A, I>, reply: { readonly body: unknown }): A => Schema.decodeUnknownSync(schema)(reply.body)
+
+/** A body's `id`. */
+export const WithId = Schema.Struct({ id: Schema.String })
+
+/** The fields every error body has (more may follow). */
+export const ErrorBody = Schema.Struct({ error_code: Schema.String, detail: Schema.String, request_id: Schema.String })
+
+/** A 429's body. */
+export const RetryBody = Schema.Struct({ ...ErrorBody.fields, retry_after: Schema.Number })
+
+/** The keys of a JSON object body, sorted. */
+export const keysOf = (reply: { readonly body: unknown }) =>
+  Object.keys(bodyOf(Schema.Record({ key: Schema.String, value: Schema.Unknown }), reply)).sort()
