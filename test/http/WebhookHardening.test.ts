@@ -17,11 +17,9 @@ import * as SqlWebhookRepository from "../../src/services/webhooks/SqlWebhookRep
 import * as Database from "../../src/sql/Database.js"
 import * as Postgres from "../support/Postgres.js"
 import { receiver, until } from "../support/Receiver.js"
-import type { Delivery } from "../../src/domain/Webhook.js"
-import { create, operator, order, signUp } from "../support/Scenario.js"
+import { create, deliveriesWhen, operator, order, signUp, subscribe } from "../support/Scenario.js"
 import * as TestServer from "../support/TestServer.js"
 import { waitFor } from "../support/Waiting.js"
-import type { UserId, WebhookEndpointId } from "../../src/domain/Ids.js"
 
 /** Every log line the service writes, as logfmt. */
 const logLines: Array<string> = []
@@ -66,26 +64,6 @@ const backends = [
   ["PGlite", service(Database.migrated(Database.pglite(undefined)))],
   ["PostgreSQL", service(Postgres.layerFresh)]
 ] as const
-
-const subscribe = (userId: UserId, url: string, mode: "test" | "live" = "test") =>
-  Effect.flatMap(operator, ({ admin }) =>
-    admin.createWebhookEndpoint({ path: { user_id: userId }, payload: { url, mode } }))
-
-const deliveries = (endpointId: WebhookEndpointId) =>
-  Effect.flatMap(operator, ({ admin }) =>
-    admin.listDeliveries({ path: { endpoint_id: endpointId }, urlParams: { limit: 100 } })).pipe(
-      Effect.map(({ items }) => items)
-    )
-
-const deliveriesWhen = (endpointId: WebhookEndpointId, done: (items: ReadonlyArray<Delivery>) => boolean) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < 750; i++) {
-      const items = yield* deliveries(endpointId)
-      if (done(items)) return items
-      yield* Effect.sleep("20 millis")
-    }
-    return yield* Effect.dieMessage("deliveries did not settle")
-  })
 
 const user = signUp({ requests_per_minute: 100_000, intents_per_month: 100_000 })
 
@@ -275,9 +253,9 @@ for (const [name, backend] of backends) {
 
         const { alpacaId, liveKey, userId } = yield* user
         const sql = yield* SqlClient.SqlClient
-        const rebound = yield* subscribe(userId, "https://8.8.8.8/hooks", "live")
-        const literal = yield* subscribe(userId, "https://8.8.4.4/hooks", "live")
-        const local = yield* subscribe(userId, "https://1.1.1.1/hooks", "live")
+        const rebound = yield* subscribe(userId, "https://8.8.8.8/hooks", { mode: "live" })
+        const literal = yield* subscribe(userId, "https://8.8.4.4/hooks", { mode: "live" })
+        const local = yield* subscribe(userId, "https://1.1.1.1/hooks", { mode: "live" })
         // Re-pointed where no API call may put them (live URLs are https and checked at creation).
         yield* sql`UPDATE webhook_endpoints SET url = ${`http://rebind.test:${port}/hooks`} WHERE id = ${rebound.id}`
         yield* sql`UPDATE webhook_endpoints SET url = ${`http://127.0.0.1:${port}/hooks`} WHERE id = ${literal.id}`

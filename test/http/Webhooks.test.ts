@@ -2,13 +2,10 @@ import { describe, expect, layer } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { isGenuine, receiver, until } from "../support/Receiver.js"
 import * as Schema from "effect/Schema"
-import type { CreateWebhookEndpointPayload } from "../../src/api/AdminApi.js"
 import { type CreateIntentPayload, TradeIntent } from "../../src/domain/Intent.js"
-import type { Delivery } from "../../src/domain/Webhook.js"
-import { admin, create, operator, order, signUp } from "../support/Scenario.js"
+import { admin, create, deliveries, deliveriesWhen, operator, order, signUp, subscribe } from "../support/Scenario.js"
 import { waitFor } from "../support/Waiting.js"
 import { servers } from "./Backends.js"
-import type { UserId, WebhookEndpointId } from "../../src/domain/Ids.js"
 
 /** A webhook event as the receiver got it: the intent in `data` is on the wire (encoded). */
 const Envelope = Schema.parseJson(Schema.Struct({
@@ -26,26 +23,6 @@ const ALL_TYPES = [
   "intent.rejected",
   "intent.failed"
 ]
-
-const subscribe = (userId: UserId, url: string, extra: Partial<typeof CreateWebhookEndpointPayload.Type> = {}) =>
-  Effect.flatMap(operator, ({ admin }) =>
-    admin.createWebhookEndpoint({ path: { user_id: userId }, payload: { url, mode: "test", ...extra } }))
-
-const deliveries = (endpointId: WebhookEndpointId) =>
-  Effect.flatMap(operator, ({ admin }) => admin.listDeliveries({ path: { endpoint_id: endpointId }, urlParams: {} })).pipe(
-    Effect.map(({ items }) => items)
-  )
-
-/** The endpoint's deliveries once `done` holds for them (delivery runs in the background). */
-const deliveriesWhen = (endpointId: WebhookEndpointId, done: (items: ReadonlyArray<Delivery>) => boolean) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < 500; i++) {
-      const items = yield* deliveries(endpointId)
-      if (done(items)) return items
-      yield* Effect.sleep("20 millis")
-    }
-    return yield* Effect.dieMessage("deliveries did not settle")
-  })
 
 const envelope = Schema.decodeUnknownSync(Envelope)
 

@@ -1,14 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import * as Effect from "effect/Effect"
 import pg from "pg"
-import * as Postgres from "../support/Postgres.js"
+import { withDatabase } from "../support/Postgres.js"
 import { createIntent, eventually, psql, signUpOver, start, stop } from "../support/Process.js"
-
-/** A fresh PostgreSQL database for the test, dropped afterwards. */
-const withDatabase = (body: (url: string) => Promise<void>) =>
-  Effect.runPromise(
-    Effect.scoped(Effect.flatMap(Postgres.freshDatabaseUrl, ({ url }) => Effect.promise(() => body(url))))
-  )
 
 const env = (url: string, lease = "3s") => ({ DATABASE_URL: url, ADMIN_TOKEN: "adm", ROUTING_LEASE: lease })
 

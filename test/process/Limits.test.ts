@@ -1,13 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import * as Effect from "effect/Effect"
-import * as Postgres from "../support/Postgres.js"
+import { withDatabase } from "../support/Postgres.js"
 import { call, signUpOver, start, stop } from "../support/Process.js"
 import { awayFromMinuteEdge } from "../support/RateWindow.js"
-
-const withDatabase = (body: (url: string) => Promise<void>) =>
-  Effect.runPromise(
-    Effect.scoped(Effect.flatMap(Postgres.freshDatabaseUrl, ({ url }) => Effect.promise(() => body(url))))
-  )
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 

@@ -1,13 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import * as Effect from "effect/Effect"
-import * as Postgres from "../support/Postgres.js"
+import { withDatabase } from "../support/Postgres.js"
 import { createIntent, eventually, psql, signUpOver, start, stop } from "../support/Process.js"
-
-/** A fresh PostgreSQL database for the drill, dropped afterwards. */
-const withDatabase = (body: (url: string) => Promise<void>) =>
-  Effect.runPromise(
-    Effect.scoped(Effect.flatMap(Postgres.freshDatabaseUrl, ({ url }) => Effect.promise(() => body(url))))
-  )
 
 const order = (brokerId: string, i: number, symbol = "AAPL") => ({
   intent_id: `drill-${i}`,

@@ -8,7 +8,7 @@ import * as Database from "../../src/sql/Database.js"
 
 const adminUrl = () => inject("postgresAdminUrl")
 
-const withDatabase = (url: string, name: string) => {
+const urlOf = (url: string, name: string) => {
   const parsed = new URL(url)
   parsed.pathname = `/${name}`
   return parsed.toString()
@@ -23,7 +23,7 @@ export const freshDatabaseUrl = Effect.acquireRelease(
     const sql = yield* PgClient.PgClient
     const name = `tir_test_${Crypto.randomBytes(6).toString("hex")}`
     yield* sql.unsafe(`CREATE DATABASE ${name}`)
-    return { name, url: withDatabase(adminUrl(), name) }
+    return { name, url: urlOf(adminUrl(), name) }
   }).pipe(Effect.provide(admin), Effect.orDie),
   ({ name }) =>
     Effect.flatMap(PgClient.PgClient, (sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).pipe(
@@ -36,3 +36,7 @@ export const freshDatabaseUrl = Effect.acquireRelease(
 export const layerFresh = Layer.unwrapScoped(
   Effect.map(freshDatabaseUrl, ({ url }) => Database.migrated(Database.postgres(Redacted.make(url))))
 )
+
+/** Runs `body` with the URL of a fresh PostgreSQL database, dropped afterwards (for process tests). */
+export const withDatabase = (body: (url: string) => Promise<void>) =>
+  Effect.runPromise(Effect.scoped(Effect.flatMap(freshDatabaseUrl, ({ url }) => Effect.promise(() => body(url)))))

@@ -1,6 +1,8 @@
 import * as Effect from "effect/Effect"
-import type { CreateApiKeyPayload } from "../../src/api/AdminApi.js"
+import type { CreateApiKeyPayload, CreateWebhookEndpointPayload } from "../../src/api/AdminApi.js"
+import type { UserId, WebhookEndpointId } from "../../src/domain/Ids.js"
 import type { CreateIntentPayload } from "../../src/domain/Intent.js"
+import type { Delivery } from "../../src/domain/Webhook.js"
 import * as Harness from "./Harness.js"
 import { ADMIN_TOKEN, client, send } from "./TestServer.js"
 
@@ -59,3 +61,26 @@ export const order = (brokerId: string, overrides: Partial<CreateIntentPayload> 
 /** Creates an intent through the typed client: the `TradeIntent`, or the endpoint's typed error. */
 export const create = (key: string, payload: CreateIntentPayload) =>
   Effect.flatMap(client(key), ({ intents }) => intents.createIntent({ payload }))
+
+/** Subscribes `userId` to `url` through the typed operator client (test mode unless `extra` says otherwise). */
+export const subscribe = (userId: UserId, url: string, extra: Partial<typeof CreateWebhookEndpointPayload.Type> = {}) =>
+  Effect.flatMap(operator, ({ admin }) =>
+    admin.createWebhookEndpoint({ path: { user_id: userId }, payload: { url, mode: "test", ...extra } }))
+
+/** An endpoint's deliveries, newest first. */
+export const deliveries = (endpointId: WebhookEndpointId) =>
+  Effect.flatMap(operator, ({ admin }) =>
+    admin.listDeliveries({ path: { endpoint_id: endpointId }, urlParams: { limit: 100 } })).pipe(
+      Effect.map(({ items }) => items)
+    )
+
+/** The endpoint's deliveries once `done` holds for them (delivery runs in the background), for at most 15 s. */
+export const deliveriesWhen = (endpointId: WebhookEndpointId, done: (items: ReadonlyArray<Delivery>) => boolean) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 750; i++) {
+      const items = yield* deliveries(endpointId)
+      if (done(items)) return items
+      yield* Effect.sleep("20 millis")
+    }
+    return yield* Effect.dieMessage("deliveries did not settle")
+  })
