@@ -91,7 +91,7 @@ export const make = (sql: SqlClient.SqlClient, newEventId: Effect.Effect<string>
     Request: NewJob,
     execute: (job) =>
       sql`WITH job AS (
-            INSERT INTO routing_jobs (${sql.literal(Tables.columnList(Object.keys(NewJob.fields)))})
+            INSERT INTO routing_jobs (${sql.literal(Tables.columnList(NewJob))})
             VALUES (${job.intent_id}, ${job.kind}, ${job.run_at}, ${job.created_at})
             ON CONFLICT (intent_id, kind) DO UPDATE SET run_at = EXCLUDED.run_at, version = routing_jobs.version + 1
           )

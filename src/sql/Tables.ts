@@ -9,34 +9,36 @@ export type SqlType = "uuid" | "text" | "numeric" | "boolean" | "int" | "timesta
 export interface Table<F extends Schema.Struct.Fields> {
   readonly name: string
   readonly row: Schema.Struct<F>
-  readonly types: { readonly [K in keyof F]: SqlType }
+  readonly types: Types<F>
 }
 
 const table = <F extends Schema.Struct.Fields>(
   name: string,
   fields: F,
-  types: { readonly [K in keyof F]: SqlType }
+  types: Types<F>
 ): Table<F> => ({ name, row: Schema.Struct(fields), types })
 
 type Column<F extends Schema.Struct.Fields> = keyof F & string
 
-/** `a, b, c`, each prefixed with `alias.` when an alias is given. */
-export const columnList = (columns: ReadonlyArray<string>, alias?: string): string =>
-  columns.map((column) => alias === undefined ? column : `${alias}.${column}`).join(", ")
+/** SQL types for the columns of a row schema. */
+export type Types<F extends Schema.Struct.Fields> = { readonly [K in keyof F]: SqlType }
 
-/** `a uuid, b text, …`: the column definitions of a `json_to_recordset(…) AS x(…)`. */
-export const recordsetTypes = <F extends Schema.Struct.Fields>(
-  types: { readonly [K in keyof F]: SqlType },
-  columns: ReadonlyArray<Column<F>>
-): string => columns.map((column) => `${column} ${types[column]}`).join(", ")
+/** The columns of a row schema, in its order. */
+export const columnsOf = <F extends Schema.Struct.Fields>(row: Schema.Struct<F>): ReadonlyArray<Column<F>> =>
+  Object.keys(row.fields).filter((key): key is Column<F> => Object.hasOwn(row.fields, key))
 
-/** `'a', x.a, …` for a `json_build_object` that the row schema decodes: numerics as text. */
-export const rowFields = <F extends Schema.Struct.Fields>(
-  types: { readonly [K in keyof F]: SqlType },
-  columns: ReadonlyArray<Column<F>>,
-  alias: string
-): string =>
-  columns.map((column) => `'${column}', ${alias}.${column}${types[column] === "numeric" ? "::text" : ""}`).join(", ")
+/** `a, b, c`: the columns of a row schema, each prefixed with `alias.` when an alias is given. */
+export const columnList = <F extends Schema.Struct.Fields>(row: Schema.Struct<F>, alias?: string): string =>
+  columnsOf(row).map((column) => alias === undefined ? column : `${alias}.${column}`).join(", ")
+
+/** `a uuid, b text, …`: the column definitions of a `json_to_recordset(…) AS x(…)` that yields `row`. */
+export const recordsetTypes = <F extends Schema.Struct.Fields>(row: Schema.Struct<F>, types: Types<F>): string =>
+  columnsOf(row).map((column) => `${column} ${types[column]}`).join(", ")
+
+/** `'a', x.a, …` for a `json_build_object` that `row` decodes: numerics as text. */
+export const rowFields = <F extends Schema.Struct.Fields>(row: Schema.Struct<F>, types: Types<F>, alias: string): string =>
+  columnsOf(row).map((column) => `'${column}', ${alias}.${column}${types[column] === "numeric" ? "::text" : ""}`)
+    .join(", ")
 
 const Amount = Schema.NumberFromString
 const Timestamp = Schema.DateTimeUtcFromDate

@@ -33,14 +33,11 @@ interface Creation {
 
 /** The columns a creation writes: all of an intent's but those set later (its reason, a cancel request). */
 const NewIntentRow = Tables.Intents.row.omit("status_reason", "cancel_requested_at")
-const newIntentColumns = Tables.columnList(Object.keys(NewIntentRow.fields))
+const newIntentColumns = Tables.columnList(NewIntentRow)
 
 /** One creation as the creation statement reads it: its intent's row, its event's id and its place in the batch. */
 const CreationRow = Schema.Struct({ ...NewIntentRow.fields, event_id: Schema.String, ord: Schema.Int })
-const creationRecordset = Tables.recordsetTypes<typeof CreationRow.fields>(
-  { ...Tables.Intents.types, event_id: "text", ord: "int" },
-  Object.keys(CreationRow.fields).filter((key): key is keyof typeof CreationRow.fields & string => key in CreationRow.fields)
-)
+const creationRecordset = Tables.recordsetTypes(CreationRow, { ...Tables.Intents.types, event_id: "text", ord: "int" })
 
 /** The unique key of an intent: who created it, in which mode, under which of their ids. */
 const IntentKey = Tables.Intents.row.pick("user_id", "mode", "intent_id")

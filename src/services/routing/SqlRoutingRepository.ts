@@ -53,13 +53,9 @@ const ContextRow = Schema.Struct({
 
 /** What `ContextRow` decodes, as one JSON object, from `intents i` joined with `broker_connections b`. */
 const contextObject = `json_build_object(
-  ${Tables.rowFields(Tables.Intents.types, Object.keys(IntentContext.fields).filter(isIntentColumn), "i")},
+  ${Tables.rowFields(IntentContext, Tables.Intents.types, "i")},
   'kind', b.kind, 'cancel_requested', i.cancel_requested_at IS NOT NULL,
   'has_order', EXISTS (SELECT 1 FROM orders o WHERE o.intent_id = i.id))`
-
-function isIntentColumn(key: string): key is keyof typeof Tables.Intents.types & string {
-  return Object.hasOwn(Tables.Intents.types, key)
-}
 
 /** One claim of a job: what fences a worker that lost its lease, or whose job was enqueued again. */
 const JobClaim = Tables.RoutingJobs.row.pick("intent_id", "kind", "claims", "version")
@@ -69,11 +65,8 @@ const ClaimRow = Schema.Struct({ ...JobClaim.fields, context: Schema.NullOr(Cont
 
 /** A fill as the order's statement writes it: all its columns but its order's, which the statement knows. */
 const NewFill = Tables.Fills.row.omit("order_id")
-const fillColumns = Object.keys(Tables.Fills.row.fields)
-const fillRecordset = Tables.recordsetTypes(
-  Tables.Fills.types,
-  Object.keys(NewFill.fields).filter((key): key is keyof typeof NewFill.fields & string => key in NewFill.fields)
-)
+const fillColumns = Tables.columnsOf(Tables.Fills.row)
+const fillRecordset = Tables.recordsetTypes(NewFill, Tables.Fills.types)
 
 const toContext = (row: typeof ContextRow.Type): RoutingContext => ({
   intentId: row.id,
@@ -186,7 +179,7 @@ export const make = Effect.gen(function*() {
             updated_at = CASE WHEN orders.status = EXCLUDED.status THEN orders.updated_at ELSE EXCLUDED.updated_at END
           RETURNING id
         )
-        INSERT INTO fills (${sql.literal(Tables.columnList(fillColumns))})
+        INSERT INTO fills (${sql.literal(Tables.columnList(Tables.Fills.row))})
         SELECT ${sql.literal(fillColumns.map((column) => column === "order_id" ? "saved.id" : `f.${column}`).join(", "))}
         FROM saved, json_to_recordset(${JSON.stringify(fills)}::json) AS f(${sql.literal(fillRecordset)})
         ON CONFLICT (order_id, broker_fill_id) DO NOTHING`
