@@ -11,8 +11,10 @@ import { eventType, type JobKind, type RoutingState, type Transition } from "../
 import { ROUTING_CHANNEL, WEBHOOK_CHANNEL } from "./Channels.js"
 import * as Tables from "./Tables.js"
 
+/** A timestamp column as the API writes it: ISO 8601 UTC with milliseconds and `Z`. */
 export const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
 
+/** A column's value in the API's format: numbers as JSON numbers, times as {@link iso}. */
 const apiValue = (expression: string, type: Tables.SqlType) =>
   type === "numeric" ? `${expression}::float8` : type === "timestamptz" ? iso(expression) : expression
 
