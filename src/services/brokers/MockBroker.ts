@@ -1,24 +1,50 @@
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { OrderStatus, TimeInForce } from "../../domain/Intent.js"
+import { BrokerId } from "../../domain/Ids.js"
+import { type OrderSpec, OrderStatus, TimeInForce } from "../../domain/Intent.js"
 import { decide, REFERENCE_PRICE, statusAt } from "../../domain/MockExchange.js"
-import { BrokerGateway, type BrokerOrder, BrokerUnavailable } from "./BrokerGateway.js"
+import { orDie } from "../../sql/Defects.js"
+import { BrokerGateway, type BrokerOrder, BrokerUnavailable, type Connection } from "./BrokerGateway.js"
 
+const Timestamp = Schema.DateTimeUtcFromDate
+
+/** A row of `mock_broker_orders`. */
 const Row = Schema.Struct({
   client_order_id: Schema.String,
   broker_order_id: Schema.String,
+  connection_id: BrokerId,
   time_in_force: TimeInForce,
   status: OrderStatus,
   reason: Schema.NullOr(Schema.String),
   filled_quantity: Schema.NumberFromString,
-  placed_at: Schema.DateTimeUtcFromDate
+  placed_at: Timestamp,
+  updated_at: Timestamp,
+  submissions: Schema.Int
 })
-const decodeRows = Schema.decodeUnknown(Schema.Array(Row))
 
-const toOrder = (row: typeof Row.Type, now: DateTime.Utc): BrokerOrder => ({
+/** An order as the broker reports it. */
+const OrderView = Row.pick(
+  "client_order_id",
+  "broker_order_id",
+  "time_in_force",
+  "status",
+  "reason",
+  "filled_quantity",
+  "placed_at"
+)
+
+/** A submission writes every column but the count of submissions, which starts at 1. */
+const NewOrder = Row.omit("submissions")
+
+const viewColumns = Object.keys(OrderView.fields)
+  .map((column) => column === "filled_quantity" ? "filled_quantity::text" : column)
+  .join(", ")
+
+const toOrder = (row: typeof OrderView.Type, now: DateTime.Utc): BrokerOrder => ({
   brokerOrderId: row.broker_order_id,
   clientOrderId: row.client_order_id,
   status: statusAt({ status: row.status, time_in_force: row.time_in_force, placedAt: row.placed_at }, now),
@@ -28,8 +54,6 @@ const toOrder = (row: typeof Row.Type, now: DateTime.Utc): BrokerOrder => ({
     : []
 })
 
-const columns = "client_order_id, broker_order_id, time_in_force, status, reason, filled_quantity::text, placed_at"
-
 /**
  * The deterministic mock broker of test mode. Its book lives in the database, keyed by
  * client order id: submissions are idempotent, survive restarts, and are shared by every instance.
@@ -38,51 +62,69 @@ const columns = "client_order_id, broker_order_id, time_in_force, status, reason
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
 
-  const select = (clientOrderId: string) =>
-    sql`SELECT ${sql.literal(columns)} FROM mock_broker_orders WHERE client_order_id = ${clientOrderId}`.pipe(
-      Effect.flatMap(decodeRows),
-      Effect.map((rows) => Option.fromNullable(rows[0]))
-    )
+  const selectOrder = SqlSchema.findOne({
+    Request: Schema.String,
+    Result: OrderView,
+    execute: (clientOrderId) =>
+      sql`SELECT ${sql.literal(viewColumns)} FROM mock_broker_orders WHERE client_order_id = ${clientOrderId}`
+  })
+
+  /** Places an order once: a submission again of the same client order id only counts, and returns the order placed. */
+  const placeOrder = SqlSchema.single({
+    Request: NewOrder,
+    Result: OrderView,
+    execute: (order) =>
+      sql`INSERT INTO mock_broker_orders ${sql.insert(order)}
+          ON CONFLICT (client_order_id) DO UPDATE SET submissions = mock_broker_orders.submissions + 1
+          RETURNING ${sql.literal(viewColumns)}`
+  })
+
+  const cancelOrder = SqlSchema.void({
+    Request: Row.pick("client_order_id", "updated_at"),
+    execute: ({ client_order_id, updated_at }) =>
+      sql`UPDATE mock_broker_orders SET status = 'canceled', updated_at = ${updated_at}
+          WHERE client_order_id = ${client_order_id} AND status IN ('new', 'partially_filled')`
+  })
 
   return BrokerGateway.of({
-    submit: (connection, { clientOrderId, spec }) =>
-      Effect.gen(function*() {
+    submit: Effect.fn("MockBroker.submit")(
+      function*(connection: Connection, { clientOrderId, spec }: { readonly clientOrderId: string; readonly spec: OrderSpec }) {
         const outcome = decide(spec)
         if (outcome._tag === "Unreachable") {
           return yield* new BrokerUnavailable({ detail: "Mock broker unreachable (symbol FAIL)" })
         }
         const now = yield* DateTime.now
-        const at = DateTime.toDate(now)
         const [status, filled, reason] = outcome._tag === "Rejected"
           ? ["rejected", 0, outcome.reason] as const
           : [outcome.status, outcome.filled, null] as const
-        const rows = yield* sql`
-          INSERT INTO mock_broker_orders (client_order_id, broker_order_id, connection_id, time_in_force, status, reason,
-                                          filled_quantity, placed_at, updated_at)
-          VALUES (${clientOrderId}, ${`mock-${clientOrderId}`}, ${connection.id}, ${spec.time_in_force}, ${status},
-                  ${reason}, ${filled}, ${at}, ${at})
-          ON CONFLICT (client_order_id) DO UPDATE SET submissions = mock_broker_orders.submissions + 1
-          RETURNING ${sql.literal(columns)}`.pipe(Effect.flatMap(decodeRows))
-        const row = rows[0]
-        return row === undefined ? yield* Effect.dieMessage("mock order insert returned no row") : toOrder(row, now)
-      }).pipe(Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }), Effect.withSpan("MockBroker.submit")),
+        const row = yield* orDie(placeOrder({
+          client_order_id: clientOrderId,
+          broker_order_id: `mock-${clientOrderId}`,
+          connection_id: connection.id,
+          time_in_force: spec.time_in_force,
+          status,
+          reason,
+          filled_quantity: filled,
+          placed_at: now,
+          updated_at: now
+        }))
+        return toOrder(row, now)
+      }
+    ),
 
-    lookup: (_, clientOrderId) =>
-      Effect.flatMap(DateTime.now, (now) => Effect.map(select(clientOrderId), Option.map((row) => toOrder(row, now)))).pipe(
-        Effect.orDie,
-        Effect.withSpan("MockBroker.lookup")
-      ),
+    lookup: Effect.fn("MockBroker.lookup")(function*(_: Connection, clientOrderId: string) {
+      const now = yield* DateTime.now
+      return Option.map(yield* selectOrder(clientOrderId), (row) => toOrder(row, now))
+    }, orDie),
 
-    cancel: (_, clientOrderId) =>
-      Effect.gen(function*() {
-        const now = yield* DateTime.now
-        const current = yield* select(clientOrderId)
-        if (Option.isNone(current)) return Option.none()
-        const order = toOrder(current.value, now)
-        if (order.status !== "new" && order.status !== "partially_filled") return Option.some(order)
-        yield* sql`UPDATE mock_broker_orders SET status = 'canceled', updated_at = ${DateTime.toDate(now)}
-                   WHERE client_order_id = ${clientOrderId} AND status IN ('new', 'partially_filled')`
-        return Option.map(yield* select(clientOrderId), (row) => toOrder(row, now))
-      }).pipe(Effect.orDie, Effect.withSpan("MockBroker.cancel"))
+    cancel: Effect.fn("MockBroker.cancel")(function*(_: Connection, clientOrderId: string) {
+      const now = yield* DateTime.now
+      const current = yield* selectOrder(clientOrderId)
+      if (Option.isNone(current)) return Option.none()
+      const order = toOrder(current.value, now)
+      if (order.status !== "new" && order.status !== "partially_filled") return Option.some(order)
+      yield* cancelOrder({ client_order_id: clientOrderId, updated_at: now })
+      return Option.map(yield* selectOrder(clientOrderId), (row) => toOrder(row, now))
+    }, orDie)
   })
 })

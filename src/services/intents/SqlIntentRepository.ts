@@ -1,4 +1,5 @@
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -6,7 +7,7 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { QuotaExceeded } from "../../domain/Auth.js"
 import { Unavailable } from "../../domain/Errors.js"
-import type { Owner } from "../../domain/Ids.js"
+import { IntentId, Mode, type Owner, UserId } from "../../domain/Ids.js"
 import * as Batched from "../../sql/Batched.js"
 import {
   DuplicateIntent,
@@ -17,24 +18,44 @@ import {
   TradeIntent
 } from "../../domain/Intent.js"
 import { applyLocalCancel, isFinal } from "../../domain/Routing.js"
-import { IntentRepository, type Quota } from "./IntentRepository.js"
+import { type IntentQuery, IntentRepository, type Quota } from "./IntentRepository.js"
 import { ROUTING_CHANNEL } from "../../sql/Channels.js"
+import { orDie } from "../../sql/Defects.js"
 import * as Outbox from "../../sql/Outbox.js"
 import { DELIVERIES_DUE, eventTables, intentObject } from "../../sql/Outbox.js"
+import * as Tables from "../../sql/Tables.js"
 
-
-const IntentRows = Schema.Array(Schema.Struct({ intent: TradeIntent }))
-const decodeIntents = Schema.decodeUnknown(IntentRows)
-const decodeCancelRows = Schema.decodeUnknown(
-  Schema.Array(Schema.Struct({ status: IntentStatus, has_order: Schema.Boolean }))
-)
 interface Creation {
   readonly eventId: string
   readonly now: DateTime.Utc
   readonly quota: Quota | undefined
 }
 
-const CountRows = Schema.Array(Schema.Struct({ total: Schema.NumberFromString }))
+/** The columns a creation writes: all of an intent's but those set later (its reason, a cancel request). */
+const NewIntentRow = Tables.Intents.row.omit("status_reason", "cancel_requested_at")
+const newIntentColumns = Tables.columnList(NewIntentRow)
+
+/** One creation as the creation statement reads it: its intent's row, its event's id and its place in the batch. */
+const CreationRow = Schema.Struct({ ...NewIntentRow.fields, event_id: Schema.String, ord: Schema.Int })
+const creationRecordset = Tables.recordsetTypes(CreationRow, { ...Tables.Intents.types, event_id: "text", ord: "int" })
+
+/** The unique key of an intent: who created it, in which mode, under which of their ids. */
+const IntentKey = Tables.Intents.row.pick("user_id", "mode", "intent_id")
+const keyOf = (key: typeof IntentKey.Type) => `${key.user_id}/${key.mode}/${key.intent_id}`
+
+/** An intent as the API shows it, built by the database. */
+const IntentView = Schema.Struct({ intent: TradeIntent })
+
+const OwnerRequest = Schema.Struct({ user_id: UserId, mode: Mode })
+
+const ListRequest = Schema.Struct({
+  ...OwnerRequest.fields,
+  status: Schema.optional(IntentStatus),
+  symbol: Schema.optional(Schema.String),
+  broker_id: Schema.optional(Schema.String),
+  limit: Schema.Int,
+  offset: Schema.Int
+})
 
 export interface Options {
   /**
@@ -51,98 +72,24 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const intent = sql.literal(`${intentObject} AS intent`)
 
-  const select = (where: ReturnType<typeof sql.and>) =>
-    sql`SELECT ${intent} FROM intents i WHERE ${where}`.pipe(
-      Effect.flatMap(decodeIntents),
-      Effect.map((rows) => Option.fromNullable(rows[0]?.intent))
-    )
-
-  const ownedBy = (owner: Owner) => [sql`i.user_id = ${owner.userId}`, sql`i.mode = ${owner.mode}`]
-
-  const intentCreated = (input: NewIntent, now: DateTime.Utc) =>
-    new TradeIntent({ ...input, status: "pending", status_reason: null, orders: [], created_at: now, updated_at: now })
+  const ownedBy = (owner: typeof OwnerRequest.Encoded) => [sql`i.user_id = ${owner.user_id}`, sql`i.mode = ${owner.mode}`]
+  const owned = (owner: Owner) => ({ user_id: owner.userId, mode: owner.mode })
 
   /**
-   * One creation: the intent, its routing job, the `intent.created` event and its webhook
+   * Creations, each with its intent, its routing job, the `intent.created` event and its webhook
    * deliveries, with the workers woken at commit, in one statement (one round trip, an atomic
-   * whole); with a quota, the count joins it in a transaction.
+   * whole). An intent whose intent_id is taken is not written: only those written are returned.
    */
-  const createOne = (input: NewIntent, { eventId, now, quota }: Creation) => {
-    const at = DateTime.toDate(now)
-    const insert = sql<{ id: string }>`
-      WITH created AS (
-        INSERT INTO intents (id, user_id, mode, intent_id, symbol, side, quantity, order_type, limit_price,
-                             stop_price, time_in_force, extended_hours, status, broker_id, created_at, updated_at)
-        VALUES (${input.id}, ${input.user_id}, ${input.mode}, ${input.intent_id}, ${input.symbol}, ${input.side},
-                ${input.quantity}, ${input.order_type}, ${input.limit_price}, ${input.stop_price},
-                ${input.time_in_force}, ${input.extended_hours}, 'pending', ${input.broker_id}, ${at}, ${at})
-        ON CONFLICT (user_id, mode, intent_id) DO NOTHING
-        RETURNING *
-      ), job AS (
-        INSERT INTO routing_jobs (intent_id, kind, run_at, created_at)
-        SELECT id, 'submit', ${at}, ${at} FROM created
-      ), ${eventTables(sql, sql`created i`, { id: sql`${eventId}`, type: "intent.created", at: sql`${at}` })}
-      SELECT id, pg_notify(${ROUTING_CHANNEL}, 'submit'), ${sql.literal(DELIVERIES_DUE)} FROM created`
-    // The intent_id is taken. If by this very intent (its id is ours), an earlier try committed and
-    // only its acknowledgement was lost: answer as that try would have.
-    const duplicate = sql<{ id: TradeIntent["id"] }>`
-      SELECT id FROM intents
-      WHERE user_id = ${input.user_id} AND mode = ${input.mode} AND intent_id = ${input.intent_id}`.pipe(
-      Effect.flatMap(([existing]) =>
-        existing?.id === input.id
-          ? Effect.succeed(intentCreated(input, now))
-          : new DuplicateIntent({ existing: existing?.id })
-      )
-    )
-    const written = Effect.gen(function*() {
-      const inserted = yield* insert
-      if (inserted.length === 0) return yield* duplicate
-      if (quota !== undefined) {
-        // Counted after the insert, so that a duplicate spends nothing; over quota, the
-        // transaction's rollback takes the intent back.
-        const counted = yield* sql`
-          INSERT INTO intent_usage (user_id, period_start, count) VALUES (${input.user_id}, ${quota.period}, 1)
-          ON CONFLICT (user_id, period_start)
-            DO UPDATE SET count = intent_usage.count + 1 WHERE intent_usage.count < ${quota.limit}
-          RETURNING count`
-        if (counted.length === 0) {
-          return yield* new QuotaExceeded({ retry_after: quota.retryAfter })
-        }
-      }
-      return intentCreated(input, now)
-    })
-    return (quota === undefined ? written : sql.withTransaction(written)).pipe(
-      Effect.catchTag("SqlError", Effect.die),
-      Effect.withSpan("IntentRepository.create")
-    )
-  }
-
-  /**
-   * Creations without a quota that arrive together, in one statement and one commit: each is
-   * answered after that commit, with its intent or, when its intent_id was taken (by an earlier
-   * intent or an earlier creation of the same batch), the intent that holds it. Should the batch
-   * fail as a whole, each creation is tried alone, so that one bad creation fails no other; one whose
-   * batch did commit (only the answer was lost) finds its own intent and answers as the batch would have.
-   */
-  const createBatch = (creations: ReadonlyArray<Creation & { readonly input: NewIntent }>) =>
-    Effect.gen(function*() {
-      const rows = creations.map(({ eventId, input, now }, ord) => ({
-        ...input,
-        at: DateTime.formatIso(now),
-        event_id: eventId,
-        ord
-      }))
-      const inserted = yield* sql<{ id: string }>`
+  const insertCreations = SqlSchema.findAll({
+    Request: Schema.Array(CreationRow),
+    Result: Tables.Intents.row.pick("id"),
+    execute: (rows) =>
+      sql`
         WITH input AS (
-          SELECT * FROM json_to_recordset(${JSON.stringify(rows)}::json) AS x(
-            id uuid, user_id uuid, mode text, intent_id text, symbol text, side text, quantity numeric,
-            order_type text, limit_price numeric, stop_price numeric, time_in_force text, extended_hours boolean,
-            broker_id uuid, at timestamptz, event_id text, ord int)
+          SELECT * FROM json_to_recordset(${JSON.stringify(rows)}::json) AS x(${sql.literal(creationRecordset)})
         ), created AS (
-          INSERT INTO intents (id, user_id, mode, intent_id, symbol, side, quantity, order_type, limit_price,
-                               stop_price, time_in_force, extended_hours, status, broker_id, created_at, updated_at)
-          SELECT id, user_id, mode, intent_id, symbol, side, quantity, order_type, limit_price,
-                 stop_price, time_in_force, extended_hours, 'pending', broker_id, at, at
+          INSERT INTO intents (${sql.literal(newIntentColumns)})
+          SELECT ${sql.literal(newIntentColumns)}
           FROM input ORDER BY ord
           ON CONFLICT (user_id, mode, intent_id) DO NOTHING
           RETURNING *
@@ -155,21 +102,170 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
         at: sql`i.created_at`
       })}
         SELECT id, pg_notify(${ROUTING_CHANNEL}, 'submit'), ${sql.literal(DELIVERIES_DUE)} FROM created`
-      const createdIds = new Set(inserted.map((row) => row.id))
-      const taken = creations.filter(({ input }) => !createdIds.has(input.id))
-      const holders = taken.length === 0 ? [] : yield* sql<{ id: TradeIntent["id"]; key: string }>`
-        SELECT id, user_id || '/' || mode || '/' || intent_id AS key FROM intents
-        WHERE ${sql.or(taken.map(({ input }) => sql`(user_id = ${input.user_id} AND mode = ${input.mode} AND intent_id = ${input.intent_id})`))}`
-      const holderOf = new Map(holders.map((row) => [row.key, row.id]))
+  })
+
+  /** The intents that hold these keys. */
+  const selectHolders = SqlSchema.findAll({
+    Request: Schema.NonEmptyArray(IntentKey),
+    Result: Tables.Intents.row.pick("id", "user_id", "mode", "intent_id"),
+    execute: (keys) =>
+      sql`SELECT id, user_id, mode, intent_id FROM intents
+          WHERE ${sql.or(keys.map((key) => sql`(user_id = ${key.user_id} AND mode = ${key.mode} AND intent_id = ${key.intent_id})`))}`
+  })
+
+  /** Counts one intent against the quota; none when the quota is spent. */
+  const countUsage = SqlSchema.findOne({
+    Request: Schema.Struct({ user_id: UserId, period: Schema.String, limit: Schema.Int }),
+    Result: Schema.Struct({ count: Schema.Int }),
+    execute: ({ limit, period, user_id }) =>
+      sql`
+        INSERT INTO intent_usage (user_id, period_start, count) VALUES (${user_id}, ${period}, 1)
+        ON CONFLICT (user_id, period_start)
+          DO UPDATE SET count = intent_usage.count + 1 WHERE intent_usage.count < ${limit}
+        RETURNING count`
+  })
+
+  const selectIntent = SqlSchema.findOne({
+    Request: Schema.Struct({ ...OwnerRequest.fields, id: Schema.optional(IntentId), intent_id: Schema.optional(Schema.String) }),
+    Result: IntentView,
+    execute: (request) =>
+      sql`SELECT ${intent} FROM intents i WHERE ${
+        sql.and([
+          ...ownedBy(request),
+          ...(request.id !== undefined ? [sql`i.id = ${request.id}`] : []),
+          ...(request.intent_id !== undefined ? [sql`i.intent_id = ${request.intent_id}`] : [])
+        ])
+      }`
+  })
+
+  const listWhere = (query: typeof ListRequest.Encoded) =>
+    sql.and([
+      ...ownedBy(query),
+      ...(query.status !== undefined ? [sql`i.status = ${query.status}`] : []),
+      ...(query.symbol !== undefined ? [sql`i.symbol = ${query.symbol}`] : []),
+      ...(query.broker_id !== undefined ? [sql`i.broker_id::text = ${query.broker_id}`] : [])
+    ])
+
+  const selectPage = SqlSchema.findAll({
+    Request: ListRequest,
+    Result: IntentView,
+    execute: (query) =>
+      sql`SELECT ${intent} FROM intents i WHERE ${listWhere(query)}
+          ORDER BY i.created_at DESC, i.id DESC
+          LIMIT ${query.limit} OFFSET ${query.offset}`
+  })
+
+  const countPage = SqlSchema.single({
+    Request: ListRequest,
+    Result: Schema.Struct({ total: Schema.NumberFromString }),
+    execute: (query) => sql`SELECT count(*)::text AS total FROM intents i WHERE ${listWhere(query)}`
+  })
+
+  /** Locks an intent of its owner for a cancel: its status, and whether it has an order at the broker. */
+  const lockForCancel = SqlSchema.findOne({
+    Request: Schema.Struct({ ...OwnerRequest.fields, id: IntentId }),
+    Result: Schema.Struct({ status: IntentStatus, has_order: Schema.Boolean }),
+    execute: ({ id, mode, user_id }) =>
+      sql`
+        SELECT status, EXISTS (SELECT 1 FROM orders o WHERE o.intent_id = i.id) AS has_order
+        FROM intents i WHERE id = ${id} AND user_id = ${user_id} AND mode = ${mode}
+        FOR UPDATE`
+  })
+
+  const CancelAt = Tables.Intents.row.pick("id", "cancel_requested_at")
+  const markCancelRequested = SqlSchema.void({
+    Request: CancelAt,
+    execute: ({ cancel_requested_at, id }) =>
+      sql`UPDATE intents SET cancel_requested_at = ${cancel_requested_at} WHERE id = ${id}`
+  })
+
+  /** Takes back a submission no worker has claimed yet. */
+  const takeSubmission = SqlSchema.findOne({
+    Request: IntentId,
+    Result: Tables.RoutingJobs.row.pick("intent_id"),
+    execute: (intentId) =>
+      sql`DELETE FROM routing_jobs
+          WHERE intent_id = ${intentId} AND kind = 'submit' AND claims = 0
+          RETURNING intent_id`
+  })
+
+  /** Brings a claimed submission forward, to decide with the broker's answer, and wakes the workers. */
+  const hastenSubmission = SqlSchema.void({
+    Request: Tables.RoutingJobs.row.pick("intent_id", "run_at"),
+    execute: ({ intent_id, run_at }) =>
+      sql`WITH due AS (
+            UPDATE routing_jobs SET run_at = LEAST(run_at, ${run_at})
+            WHERE intent_id = ${intent_id} AND kind = 'submit'
+          )
+          SELECT pg_notify(${ROUTING_CHANNEL}, 'submit')`
+  })
+
+  const intentCreated = (input: NewIntent, now: DateTime.Utc) =>
+    new TradeIntent({ ...input, status: "pending", status_reason: null, orders: [], created_at: now, updated_at: now })
+
+  const creationRow = (input: NewIntent, eventId: string, now: DateTime.Utc, ord: number): typeof CreationRow.Type => ({
+    ...input,
+    status: "pending",
+    created_at: now,
+    updated_at: now,
+    event_id: eventId,
+    ord
+  })
+
+  /** One creation; with a quota, the count joins it in a transaction. */
+  const createOne = Effect.fn("IntentRepository.create")(
+    function*(input: NewIntent, { eventId, now, quota }: Creation) {
+      const written = Effect.gen(function*() {
+        const inserted = yield* insertCreations([creationRow(input, eventId, now, 0)])
+        if (inserted.length === 0) {
+          // The intent_id is taken. If by this very intent (its id is ours), an earlier try committed and
+          // only its acknowledgement was lost: answer as that try would have.
+          const [existing] = yield* selectHolders([input])
+          return existing?.id === input.id
+            ? intentCreated(input, now)
+            : yield* new DuplicateIntent({ existing: existing?.id })
+        }
+        if (quota !== undefined) {
+          // Counted after the insert, so that a duplicate spends nothing; over quota, the
+          // transaction's rollback takes the intent back.
+          const counted = yield* countUsage({ user_id: input.user_id, period: quota.period, limit: quota.limit })
+          if (Option.isNone(counted)) return yield* new QuotaExceeded({ retry_after: quota.retryAfter })
+        }
+        return intentCreated(input, now)
+      })
+      return yield* (quota === undefined ? written : sql.withTransaction(written))
+    },
+    Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
+  )
+
+  /**
+   * Creations without a quota that arrive together, in one statement and one commit: each is
+   * answered after that commit, with its intent or, when its intent_id was taken (by an earlier
+   * intent or an earlier creation of the same batch), the intent that holds it. Should the batch
+   * fail as a whole, each creation is tried alone, so that one bad creation fails no other; one whose
+   * batch did commit (only the answer was lost) finds its own intent and answers as the batch would have.
+   */
+  const createBatch = (creations: ReadonlyArray<Creation & { readonly input: NewIntent }>) =>
+    Effect.gen(function*() {
+      const inserted = yield* insertCreations(
+        creations.map(({ eventId, input, now }, ord) => creationRow(input, eventId, now, ord))
+      )
+      const createdIds = new Set<string>(inserted.map((row) => row.id))
+      const [first, ...rest] = creations.filter(({ input }) => !createdIds.has(input.id)).map(({ input }) => input)
+      const holders = first === undefined ? [] : yield* selectHolders([first, ...rest])
+      const holderOf = new Map(holders.map((row) => [keyOf(row), row.id]))
       return creations.map(({ input, now }): Exit.Exit<TradeIntent, DuplicateIntent> => {
-        const holder = holderOf.get(`${input.user_id}/${input.mode}/${input.intent_id}`)
+        const holder = holderOf.get(keyOf(input))
         return createdIds.has(input.id) || holder === input.id
           ? Exit.succeed(intentCreated(input, now))
           : Exit.fail(new DuplicateIntent({ existing: holder }))
       })
     }).pipe(
-      Effect.catchTag("SqlError", () =>
-        Effect.forEach(creations, (creation) => Effect.exit(createOne(creation.input, creation)), { concurrency: 4 }))
+      Effect.catchTags({
+        SqlError: () =>
+          Effect.forEach(creations, (creation) => Effect.exit(createOne(creation.input, creation)), { concurrency: 4 }),
+        ParseError: Effect.die
+      })
     )
 
   const createBatched = yield* Batched.make(createBatch, {
@@ -184,73 +280,53 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
   return IntentRepository.of({
     create: (input, options) => options.quota === undefined ? createBatched({ input, ...options }) : createOne(input, options),
 
-    findById: (owner, id) =>
-      select(sql.and([...ownedBy(owner), sql`i.id = ${id}`])).pipe(
-        Effect.orDie,
-        Effect.withSpan("IntentRepository.findById")
-      ),
+    findById: Effect.fn("IntentRepository.findById")(function*(owner: Owner, id: IntentId) {
+      return Option.map(yield* selectIntent({ ...owned(owner), id }), (row) => row.intent)
+    }, orDie),
 
-    findByExternalId: (owner, intentId) =>
-      select(sql.and([...ownedBy(owner), sql`i.intent_id = ${intentId}`])).pipe(
-        Effect.orDie,
-        Effect.withSpan("IntentRepository.findByExternalId")
-      ),
+    findByExternalId: Effect.fn("IntentRepository.findByExternalId")(function*(owner: Owner, intentId: string) {
+      return Option.map(yield* selectIntent({ ...owned(owner), intent_id: intentId }), (row) => row.intent)
+    }, orDie),
 
-    requestCancel: (owner, intentId, { eventId, now }) =>
-      Effect.gen(function*() {
-        const [intent] = yield* sql`
-          SELECT status, EXISTS (SELECT 1 FROM orders o WHERE o.intent_id = i.id) AS has_order
-          FROM intents i WHERE id = ${intentId} AND user_id = ${owner.userId} AND mode = ${owner.mode}
-          FOR UPDATE`.pipe(Effect.flatMap(decodeCancelRows))
-        if (intent === undefined) return yield* new IntentNotFound()
+    requestCancel: Effect.fn("IntentRepository.requestCancel")(
+      function*(owner: Owner, intentId: IntentId, { eventId, now }: { readonly now: DateTime.Utc; readonly eventId: string }) {
+        const found = yield* lockForCancel({ ...owned(owner), id: intentId })
+        if (Option.isNone(found)) return yield* new IntentNotFound()
+        const intent = found.value
         if (isFinal(intent.status)) return yield* IntentNotCancelable.of(intent.status)
         const at = DateTime.toDate(now)
         const transitions = Outbox.make(sql, Effect.succeed(eventId))
-        yield* sql`UPDATE intents SET cancel_requested_at = ${at} WHERE id = ${intentId}`
+        yield* markCancelRequested({ id: intentId, cancel_requested_at: now })
         if (!intent.has_order) {
           // A submission never claimed cannot have reached the broker: take it back and cancel here.
           // Once claimed, it may have: its job decides with the broker's answer, so bring it forward.
-          const taken = yield* sql`DELETE FROM routing_jobs
-                                   WHERE intent_id = ${intentId} AND kind = 'submit' AND claims = 0
-                                   RETURNING intent_id`
-          if (taken.length > 0) {
+          if (Option.isSome(yield* takeSubmission(intentId))) {
             const state = yield* transitions.lockState(intentId)
             yield* transitions.apply(intentId, applyLocalCancel(state, "Canceled by the client before submission"), at)
             return "canceled" as const
           }
-          yield* sql`WITH due AS (
-                       UPDATE routing_jobs SET run_at = LEAST(run_at, ${at})
-                       WHERE intent_id = ${intentId} AND kind = 'submit'
-                     )
-                     SELECT pg_notify(${ROUTING_CHANNEL}, 'submit')`
+          yield* hastenSubmission({ intent_id: intentId, run_at: now })
           return "requested" as const
         }
-        yield* transitions.enqueue(intentId, "cancel", at, at)
+        yield* transitions.enqueue(intentId, "cancel", now, now)
         return "requested" as const
-      }).pipe(
-        sql.withTransaction,
-        Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die }),
-        Effect.withSpan("IntentRepository.requestCancel")
-      ),
+      },
+      sql.withTransaction,
+      Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
+    ),
 
-    list: (owner, query) =>
-      Effect.gen(function*() {
-        const where = sql.and([
-          ...ownedBy(owner),
-          ...(query.status !== undefined ? [sql`i.status = ${query.status}`] : []),
-          ...(query.symbol !== undefined ? [sql`i.symbol = ${query.symbol.toUpperCase()}`] : []),
-          ...(query.brokerId !== undefined ? [sql`i.broker_id::text = ${query.brokerId}`] : [])
-        ])
-        const [rows, counts] = yield* Effect.all([
-          sql`SELECT ${intent} FROM intents i WHERE ${where}
-              ORDER BY i.created_at DESC, i.id DESC
-              LIMIT ${query.pageSize} OFFSET ${(query.page - 1) * query.pageSize}`.pipe(Effect.flatMap(decodeIntents)),
-          sql`SELECT count(*)::text AS total FROM intents i WHERE ${where}`.pipe(
-            Effect.flatMap(Schema.decodeUnknown(CountRows))
-          )
-        ], { concurrency: "unbounded" })
-        return { items: rows.map((row) => row.intent), total: counts[0]?.total ?? 0 }
-      }).pipe(Effect.orDie, Effect.withSpan("IntentRepository.list"))
+    list: Effect.fn("IntentRepository.list")(function*(owner: Owner, query: IntentQuery) {
+      const request = {
+        ...owned(owner),
+        status: query.status,
+        symbol: query.symbol?.toUpperCase(),
+        broker_id: query.brokerId,
+        limit: query.pageSize,
+        offset: (query.page - 1) * query.pageSize
+      }
+      const [rows, count] = yield* Effect.all([selectPage(request), countPage(request)], { concurrency: "unbounded" })
+      return { items: rows.map((row) => row.intent), total: count.total }
+    }, orDie)
   })
 })
 

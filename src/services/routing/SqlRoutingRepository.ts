@@ -1,42 +1,51 @@
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { BrokerKind } from "../../domain/Account.js"
-import { BrokerId, IntentId, Mode, UserId } from "../../domain/Ids.js"
-import { IntentStatus, OrderType, Side, TimeInForce } from "../../domain/Intent.js"
+import { IntentId, OrderId } from "../../domain/Ids.js"
 import {
   applyFailure,
   applyLocalCancel,
   applyOrderUpdate,
   clientOrderId,
+  type JobKind,
   type RoutingState,
   type Transition
 } from "../../domain/Routing.js"
+import type { BrokerOrder } from "../brokers/BrokerGateway.js"
 import { eventId, IdGenerator } from "../IdGenerator.js"
 import { ROUTING_CHANNEL } from "../../sql/Channels.js"
+import { orDie } from "../../sql/Defects.js"
 import * as Outbox from "../../sql/Outbox.js"
+import * as Tables from "../../sql/Tables.js"
 import { type Job, type RoutingContext, RoutingRepository } from "./RoutingRepository.js"
 
-const Amount = Schema.NumberFromString
+const Timestamp = Schema.DateTimeUtcFromDate
 
+/** The columns of an intent that routing reads. */
+const IntentContext = Tables.Intents.row.pick(
+  "id",
+  "user_id",
+  "mode",
+  "status",
+  "symbol",
+  "side",
+  "quantity",
+  "order_type",
+  "limit_price",
+  "stop_price",
+  "time_in_force",
+  "extended_hours",
+  "broker_id"
+)
 
+/** An intent's routing context: its columns, its connection's kind and where its routing stands. */
 const ContextRow = Schema.Struct({
-  id: IntentId,
-  user_id: UserId,
-  mode: Mode,
-  status: IntentStatus,
-  symbol: Schema.String,
-  side: Side,
-  quantity: Amount,
-  order_type: OrderType,
-  limit_price: Schema.NullOr(Amount),
-  stop_price: Schema.NullOr(Amount),
-  time_in_force: TimeInForce,
-  extended_hours: Schema.Boolean,
-  broker_id: BrokerId,
+  ...IntentContext.fields,
   kind: BrokerKind,
   cancel_requested: Schema.Boolean,
   has_order: Schema.Boolean
@@ -44,24 +53,22 @@ const ContextRow = Schema.Struct({
 
 /** What `ContextRow` decodes, as one JSON object, from `intents i` joined with `broker_connections b`. */
 const contextObject = `json_build_object(
-  'id', i.id, 'user_id', i.user_id, 'mode', i.mode, 'status', i.status, 'symbol', i.symbol, 'side', i.side,
-  'quantity', i.quantity::text, 'order_type', i.order_type, 'limit_price', i.limit_price::text,
-  'stop_price', i.stop_price::text, 'time_in_force', i.time_in_force, 'extended_hours', i.extended_hours,
-  'broker_id', i.broker_id, 'kind', b.kind, 'cancel_requested', i.cancel_requested_at IS NOT NULL,
+  ${Tables.rowFields(IntentContext, Tables.Intents.types, "i")},
+  'kind', b.kind, 'cancel_requested', i.cancel_requested_at IS NOT NULL,
   'has_order', EXISTS (SELECT 1 FROM orders o WHERE o.intent_id = i.id))`
 
+/** One claim of a job: what fences a worker that lost its lease, or whose job was enqueued again. */
+const JobClaim = Tables.RoutingJobs.row.pick("intent_id", "kind", "claims", "version")
+
 /** A claimed job and its intent's context (null when the intent is gone). */
-const ClaimRow = Schema.Struct({
-  intent_id: IntentId,
-  kind: Schema.Literal("submit", "cancel", "sync"),
-  claims: Schema.Number,
-  version: Schema.Number,
-  context: Schema.NullOr(ContextRow)
-})
+const ClaimRow = Schema.Struct({ ...JobClaim.fields, context: Schema.NullOr(ContextRow) })
 
-type ContextRow = typeof ContextRow.Type
+/** A fill as the order's statement writes it: all its columns but its order's, which the statement knows. */
+const NewFill = Tables.Fills.row.omit("order_id")
+const fillColumns = Tables.columnsOf(Tables.Fills.row)
+const fillRecordset = Tables.recordsetTypes(NewFill, Tables.Fills.types)
 
-const toContext = (row: ContextRow): RoutingContext => ({
+const toContext = (row: typeof ContextRow.Type): RoutingContext => ({
   intentId: row.id,
   userId: row.user_id,
   mode: row.mode,
@@ -82,30 +89,31 @@ const toContext = (row: ContextRow): RoutingContext => ({
   cancelRequested: row.cancel_requested
 })
 
+const claimOf = (job: Job): typeof JobClaim.Type => ({
+  intent_id: job.intentId,
+  kind: job.kind,
+  claims: job.claims,
+  version: job.version
+})
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const ids = yield* IdGenerator
   const newEventId = eventId.pipe(Effect.provideService(IdGenerator, ids))
-  const decode = <A, I>(schema: Schema.Schema<A, I>) => Effect.flatMap(Schema.decodeUnknown(Schema.Array(schema)))
-  const now = Effect.map(DateTime.now, DateTime.toDate)
+  const lease = (duration: Duration.Duration) =>
+    Effect.map(DateTime.now, (at) => ({ at, until: DateTime.addDuration(at, duration) }))
 
   const transitions = Outbox.make(sql, newEventId)
   const { lockState } = transitions
   const applyTransition = transitions.apply
-
-  const transact = <A, E>(effect: Effect.Effect<A, E>, span: string) =>
-    effect.pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die), Effect.withSpan(span))
-
-  const enqueue = transitions.enqueue
 
   /**
    * A job's end, as common table expressions: deleted if this worker still holds it (no other claim
    * since) and it was not enqueued again meanwhile; if it was, handed back (and the workers woken)
    * to run again.
    */
-  const finishJob = (job: Job) => {
-    const held = sql`intent_id = ${job.intentId} AND kind = ${job.kind} AND claims = ${job.claims} AND locked_until IS NOT NULL`
+  const finishJob = (job: typeof JobClaim.Encoded) => {
+    const held = sql`intent_id = ${job.intent_id} AND kind = ${job.kind} AND claims = ${job.claims} AND locked_until IS NOT NULL`
     return sql`job_done AS (
         DELETE FROM routing_jobs WHERE ${held} AND version = ${job.version}
       ), job_again AS (
@@ -113,144 +121,170 @@ export const make = Effect.gen(function*() {
         RETURNING pg_notify(${ROUTING_CHANNEL}, kind)
       )`
   }
+  const finished = (done: Job | undefined) => done === undefined ? undefined : finishJob(claimOf(done))
+
+  const claimJobs = SqlSchema.findAll({
+    Request: Schema.Struct({ at: Timestamp, until: Timestamp, limit: Schema.Int }),
+    Result: ClaimRow,
+    execute: ({ at, limit, until }) =>
+      sql`
+        WITH claimed AS (
+          UPDATE routing_jobs j SET locked_until = ${until}, claims = j.claims + 1
+          FROM (SELECT intent_id, kind FROM routing_jobs
+                WHERE run_at <= ${at} AND (locked_until IS NULL OR locked_until < ${at})
+                ORDER BY run_at LIMIT ${limit}
+                FOR UPDATE SKIP LOCKED) due
+          WHERE j.intent_id = due.intent_id AND j.kind = due.kind
+          RETURNING j.intent_id, j.kind, j.claims, j.version
+        )
+        SELECT c.intent_id, c.kind, c.claims, c.version,
+               CASE WHEN i.id IS NULL THEN NULL ELSE ${sql.literal(contextObject)} END AS context
+        FROM claimed c
+        LEFT JOIN intents i ON i.id = c.intent_id
+        LEFT JOIN broker_connections b ON b.id = i.broker_id`
+  })
+
+  const selectNextDue = SqlSchema.single({
+    Request: Schema.Void,
+    Result: Schema.Struct({ due: Schema.NullOr(Timestamp) }),
+    execute: () => sql`SELECT min(GREATEST(run_at, COALESCE(locked_until, run_at))) AS due FROM routing_jobs`
+  })
+
+  const extendLeases = SqlSchema.void({
+    Request: Schema.Struct({ until: Timestamp, jobs: Schema.NonEmptyArray(JobClaim) }),
+    execute: ({ jobs, until }) =>
+      sql`UPDATE routing_jobs SET locked_until = ${until}
+          WHERE ${sql.or(jobs.map((job) => sql`(intent_id = ${job.intent_id} AND kind = ${job.kind} AND claims = ${job.claims} AND locked_until IS NOT NULL)`))}`
+  })
+
+  const selectContext = SqlSchema.findOne({
+    Request: IntentId,
+    Result: Schema.Struct({ context: ContextRow }),
+    execute: (intentId) =>
+      sql`SELECT ${sql.literal(contextObject)} AS context
+          FROM intents i JOIN broker_connections b ON b.id = i.broker_id
+          WHERE i.id = ${intentId}`
+  })
+
+  /** The order and its new fills: one statement. */
+  const saveOrder = SqlSchema.void({
+    Request: Schema.Struct({ order: Tables.Orders.row, fills: Schema.Array(NewFill) }),
+    execute: ({ fills, order }) =>
+      sql`
+        WITH saved AS (
+          INSERT INTO orders ${sql.insert(order)}
+          ON CONFLICT (client_order_id) DO UPDATE SET
+            broker_order_id = EXCLUDED.broker_order_id,
+            status = EXCLUDED.status,
+            updated_at = CASE WHEN orders.status = EXCLUDED.status THEN orders.updated_at ELSE EXCLUDED.updated_at END
+          RETURNING id
+        )
+        INSERT INTO fills (${sql.literal(Tables.columnList(Tables.Fills.row))})
+        SELECT ${sql.literal(fillColumns.map((column) => column === "order_id" ? "saved.id" : `f.${column}`).join(", "))}
+        FROM saved, json_to_recordset(${JSON.stringify(fills)}::json) AS f(${sql.literal(fillRecordset)})
+        ON CONFLICT (order_id, broker_fill_id) DO NOTHING`
+  })
+
+  const finishClaim = SqlSchema.void({
+    Request: JobClaim,
+    execute: (job) => sql`WITH ${finishJob(job)} SELECT 1`
+  })
+
+  const rescheduleJob = SqlSchema.void({
+    Request: Schema.Struct({ ...JobClaim.fields, run_at: Timestamp }),
+    execute: (job) =>
+      sql`UPDATE routing_jobs SET locked_until = NULL,
+            run_at = CASE WHEN version = ${job.version} THEN ${job.run_at} ELSE LEAST(run_at, ${job.run_at}) END
+          WHERE intent_id = ${job.intent_id} AND kind = ${job.kind} AND claims = ${job.claims}`
+  })
 
   /** A transition no broker order caused (giving up, a cancel before submission), and the job's end. */
   const withoutOrder = (
-    intentId: IntentId,
-    decide: (state: RoutingState, reason: string) => Transition,
-    reason: string,
-    done: Job | undefined,
-    span: string
+    span: string,
+    decide: (state: RoutingState, reason: string) => Transition
   ) =>
-    transact(
-      Effect.gen(function*() {
-        const transition = decide(yield* lockState(intentId), reason)
-        yield* applyTransition(intentId, transition, yield* now, done === undefined ? undefined : finishJob(done))
-        return transition
-      }),
-      span
-    )
+    Effect.fn(span)(function*(intentId: IntentId, reason: string, done?: Job) {
+      const transition = decide(yield* lockState(intentId), reason)
+      yield* applyTransition(intentId, transition, DateTime.toDate(yield* DateTime.now), finished(done))
+      return transition
+    }, sql.withTransaction, orDie)
 
   return RoutingRepository.of({
-    claim: (limit, lease) =>
-      Effect.gen(function*() {
-        const at = yield* now
-        const until = new Date(at.getTime() + Duration.toMillis(lease))
-        const rows = yield* sql`
-          WITH claimed AS (
-            UPDATE routing_jobs j SET locked_until = ${until}, claims = j.claims + 1
-            FROM (SELECT intent_id, kind FROM routing_jobs
-                  WHERE run_at <= ${at} AND (locked_until IS NULL OR locked_until < ${at})
-                  ORDER BY run_at LIMIT ${limit}
-                  FOR UPDATE SKIP LOCKED) due
-            WHERE j.intent_id = due.intent_id AND j.kind = due.kind
-            RETURNING j.intent_id, j.kind, j.claims, j.version
-          )
-          SELECT c.intent_id, c.kind, c.claims, c.version,
-                 CASE WHEN i.id IS NULL THEN NULL ELSE ${sql.literal(contextObject)} END AS context
-          FROM claimed c
-          LEFT JOIN intents i ON i.id = c.intent_id
-          LEFT JOIN broker_connections b ON b.id = i.broker_id`.pipe(decode(ClaimRow))
-        return rows.map((row) => ({
-          intentId: row.intent_id,
-          kind: row.kind,
-          claims: row.claims,
-          version: row.version,
-          context: Option.map(Option.fromNullable(row.context), toContext)
-        }))
-      }).pipe(Effect.orDie, Effect.withSpan("RoutingRepository.claim")),
+    claim: Effect.fn("RoutingRepository.claim")(function*(limit: number, duration: Duration.Duration) {
+      const rows = yield* claimJobs({ ...(yield* lease(duration)), limit })
+      return rows.map((row) => ({
+        intentId: row.intent_id,
+        kind: row.kind,
+        claims: row.claims,
+        version: row.version,
+        context: Option.map(Option.fromNullable(row.context), toContext)
+      }))
+    }, orDie),
 
-    nextDue: Effect.gen(function*() {
-      const [row] = yield* sql`SELECT min(GREATEST(run_at, COALESCE(locked_until, run_at))) AS due
-                               FROM routing_jobs`.pipe(decode(Schema.Struct({ due: Schema.NullOr(Schema.DateTimeUtcFromDate) })))
-      return Option.fromNullable(row?.due)
-    }).pipe(Effect.orDie, Effect.withSpan("RoutingRepository.nextDue")),
+    nextDue: selectNextDue(undefined).pipe(
+      Effect.map((row) => Option.fromNullable(row.due)),
+      orDie,
+      Effect.withSpan("RoutingRepository.nextDue")
+    ),
 
-    extend: (jobs, lease) =>
-      jobs.length === 0 ? Effect.void : Effect.gen(function*() {
-        const until = new Date((yield* now).getTime() + Duration.toMillis(lease))
-        yield* sql`UPDATE routing_jobs SET locked_until = ${until}
-                   WHERE ${sql.or(jobs.map((job) => sql`(intent_id = ${job.intentId} AND kind = ${job.kind} AND claims = ${job.claims} AND locked_until IS NOT NULL)`))}`
-      }).pipe(Effect.orDie, Effect.withSpan("RoutingRepository.extend")),
+    extend: Effect.fn("RoutingRepository.extend")(function*(jobs: ReadonlyArray<Job>, duration: Duration.Duration) {
+      const [first, ...rest] = jobs.map(claimOf)
+      if (first === undefined) return
+      const { until } = yield* lease(duration)
+      yield* extendLeases({ until, jobs: [first, ...rest] })
+    }, orDie),
 
-    context: (intentId) =>
-      sql`SELECT ${sql.literal(contextObject)} AS context
-          FROM intents i JOIN broker_connections b ON b.id = i.broker_id
-          WHERE i.id = ${intentId}`.pipe(
-        decode(Schema.Struct({ context: ContextRow })),
-        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row) => toContext(row.context))),
-        Effect.orDie,
-        Effect.withSpan("RoutingRepository.context")
-      ),
+    context: Effect.fn("RoutingRepository.context")(function*(intentId: IntentId) {
+      return Option.map(yield* selectContext(intentId), (row) => toContext(row.context))
+    }, orDie),
 
-    record: (intentId, order, done) =>
-      transact(
-        Effect.gen(function*() {
-          const at = yield* now
-          const state = yield* lockState(intentId)
-          const transition = applyOrderUpdate(state, {
-            status: order.status,
-            reason: order.reason,
-            fills: order.fills.map(({ id, price, quantity }) => ({ id, price, quantity }))
-          })
-          // The order and its new fills: one statement.
-          const fills = yield* Effect.forEach(transition.fills, (fill) =>
-            Effect.map(ids.uuid, (id) => {
-              const filledAt = order.fills.find((f) => f.id === fill.id)?.filledAt
-              return {
-                id,
-                broker_fill_id: fill.id,
-                quantity: fill.quantity,
-                price: fill.price,
-                filled_at: filledAt === undefined ? at.toISOString() : DateTime.formatIso(filledAt)
-              }
-            }))
-          yield* sql`
-            WITH saved AS (
-              INSERT INTO orders (id, intent_id, client_order_id, broker_order_id, status, created_at, updated_at)
-              VALUES (${yield* ids.uuid}, ${intentId}, ${order.clientOrderId}, ${order.brokerOrderId}, ${order.status},
-                      ${at}, ${at})
-              ON CONFLICT (client_order_id) DO UPDATE SET
-                broker_order_id = EXCLUDED.broker_order_id,
-                status = EXCLUDED.status,
-                updated_at = CASE WHEN orders.status = EXCLUDED.status THEN orders.updated_at ELSE EXCLUDED.updated_at END
-              RETURNING id
-            )
-            INSERT INTO fills (id, order_id, broker_fill_id, quantity, price, filled_at)
-            SELECT f.id, saved.id, f.broker_fill_id, f.quantity, f.price, f.filled_at
-            FROM saved, json_to_recordset(${JSON.stringify(fills)}::json)
-              AS f(id uuid, broker_fill_id text, quantity numeric, price numeric, filled_at timestamptz)
-            ON CONFLICT (order_id, broker_fill_id) DO NOTHING`
-          // The transition (status, event, deliveries) and the job's end: one statement.
-          yield* applyTransition(intentId, transition, at, done === undefined ? undefined : finishJob(done))
-          return transition
-        }),
-        "RoutingRepository.record"
-      ),
+    record: Effect.fn("RoutingRepository.record")(function*(intentId: IntentId, order: BrokerOrder, done?: Job) {
+      const now = yield* DateTime.now
+      const state = yield* lockState(intentId)
+      const transition = applyOrderUpdate(state, {
+        status: order.status,
+        reason: order.reason,
+        fills: order.fills.map(({ id, price, quantity }) => ({ id, price, quantity }))
+      })
+      const fills = yield* Effect.forEach(transition.fills, (fill) =>
+        Effect.map(ids.uuid, (id) => ({
+          id,
+          broker_fill_id: fill.id,
+          quantity: fill.quantity,
+          price: fill.price,
+          filled_at: order.fills.find((f) => f.id === fill.id)?.filledAt ?? now
+        })))
+      yield* saveOrder({
+        order: {
+          id: OrderId.make(yield* ids.uuid),
+          intent_id: intentId,
+          client_order_id: order.clientOrderId,
+          broker_order_id: order.brokerOrderId,
+          status: order.status,
+          created_at: now,
+          updated_at: now
+        },
+        fills
+      })
+      // The transition (status, event, deliveries) and the job's end: one statement.
+      yield* applyTransition(intentId, transition, DateTime.toDate(now), finished(done))
+      return transition
+    }, sql.withTransaction, orDie),
 
-    fail: (intentId, reason, done) => withoutOrder(intentId, applyFailure, reason, done, "RoutingRepository.fail"),
+    fail: withoutOrder("RoutingRepository.fail", applyFailure),
 
-    cancelLocally: (intentId, reason, done) =>
-      withoutOrder(intentId, applyLocalCancel, reason, done, "RoutingRepository.cancelLocally"),
+    cancelLocally: withoutOrder("RoutingRepository.cancelLocally", applyLocalCancel),
 
-    finish: (job) =>
-      sql`WITH ${finishJob(job)} SELECT 1`.pipe(Effect.asVoid, Effect.orDie, Effect.withSpan("RoutingRepository.finish")),
+    finish: Effect.fn("RoutingRepository.finish")(function*(job: Job) {
+      yield* finishClaim(claimOf(job))
+    }, orDie),
 
-    reschedule: (job, runAt) =>
-      sql`UPDATE routing_jobs SET locked_until = NULL,
-            run_at = CASE WHEN version = ${job.version} THEN ${DateTime.toDate(runAt)}
-                          ELSE LEAST(run_at, ${DateTime.toDate(runAt)}) END
-          WHERE intent_id = ${job.intentId} AND kind = ${job.kind} AND claims = ${job.claims}`.pipe(
-        Effect.asVoid,
-        Effect.orDie,
-        Effect.withSpan("RoutingRepository.reschedule")
-      ),
+    reschedule: Effect.fn("RoutingRepository.reschedule")(function*(job: Job, runAt: DateTime.Utc) {
+      yield* rescheduleJob({ ...claimOf(job), run_at: runAt })
+    }, orDie),
 
-    enqueue: (intentId, kind, runAt) =>
-      Effect.flatMap(now, (at) => enqueue(intentId, kind, DateTime.toDate(runAt), at)).pipe(
-        Effect.asVoid,
-        Effect.orDie,
-        Effect.withSpan("RoutingRepository.enqueue")
-      )
+    enqueue: Effect.fn("RoutingRepository.enqueue")(function*(intentId: IntentId, kind: JobKind, runAt: DateTime.Utc) {
+      yield* transitions.enqueue(intentId, kind, runAt, yield* DateTime.now)
+    }, orDie)
   })
 })
