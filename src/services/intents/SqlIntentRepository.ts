@@ -235,7 +235,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
       })
       return yield* (quota === undefined ? written : sql.withTransaction(written))
     },
-    Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
+    orDie
   )
 
   /**
@@ -312,7 +312,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
         return "requested" as const
       },
       sql.withTransaction,
-      Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
+      orDie
     ),
 
     list: Effect.fn("IntentRepository.list")(function*(owner: Owner, query: IntentQuery) {
