@@ -1,7 +1,9 @@
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import { Operators } from "./services/accounts/Operators.js"
 import { DatabaseInfo } from "./sql/Database.js"
 
@@ -16,8 +18,12 @@ export const layer = (baseUrl: string) =>
       const database = yield* DatabaseInfo
       if (database.kind !== "pglite") return
       const sql = yield* SqlClient.SqlClient
-      const [existing] = yield* sql<{ readonly seeded: boolean }>`SELECT EXISTS (SELECT 1 FROM users) AS seeded`
-      if (existing?.seeded === true) return
+      const seeded = SqlSchema.single({
+        Request: Schema.Void,
+        Result: Schema.Struct({ seeded: Schema.Boolean }),
+        execute: () => sql`SELECT EXISTS (SELECT 1 FROM users) AS seeded`
+      })
+      if ((yield* seeded()).seeded) return
       const operators = yield* Operators
       const user = yield* operators.createUser({ name: "Demo user", tier: "free" })
       const { key } = yield* operators.createApiKey(user.id, { name: "Demo test key", mode: "test" })

@@ -1,4 +1,5 @@
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
@@ -64,7 +65,17 @@ export class RateLimiter extends Context.Tag("RateLimiter")<RateLimiter, {
     this,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const decodeCounts = Schema.decodeUnknown(Schema.Array(Schema.Struct({ bucket: Schema.String, count: Schema.Number })))
+      const bump = SqlSchema.findAll({
+        Request: Schema.Array(Schema.Struct({ bucket: Schema.String, window_start: Schema.DateFromSelf, count: Schema.Int })),
+        Result: Schema.Struct({ bucket: Schema.String, count: Schema.Int }),
+        execute: (rows) =>
+          sql`INSERT INTO rate_limits ${sql.insert(rows)}
+              ON CONFLICT (bucket) DO UPDATE SET
+                count = CASE WHEN rate_limits.window_start >= EXCLUDED.window_start
+                             THEN rate_limits.count + EXCLUDED.count ELSE EXCLUDED.count END,
+                window_start = GREATEST(rate_limits.window_start, EXCLUDED.window_start)
+              RETURNING bucket, count`
+      })
 
       const countBatch = (batch: ReadonlyArray<Counted>) =>
         Effect.gen(function*() {
@@ -77,13 +88,7 @@ export class RateLimiter extends Context.Tag("RateLimiter")<RateLimiter, {
             window_start: new Date(Math.max(...positions.map((i) => batch[i]?.windowStart ?? 0)) * 1000),
             count: positions.length
           }))
-          const counted = yield* sql`
-            INSERT INTO rate_limits ${sql.insert(rows)}
-            ON CONFLICT (bucket) DO UPDATE SET
-              count = CASE WHEN rate_limits.window_start >= EXCLUDED.window_start
-                           THEN rate_limits.count + EXCLUDED.count ELSE EXCLUDED.count END,
-              window_start = GREATEST(rate_limits.window_start, EXCLUDED.window_start)
-            RETURNING bucket, count`.pipe(Effect.flatMap(decodeCounts))
+          const counted = yield* bump(rows)
           const totals = new Map(counted.map(({ bucket, count }) => [bucket, count]))
           // Each request of a bucket takes its own place in the bucket's new count.
           const exits = new Array<Exit.Exit<number>>(batch.length)
