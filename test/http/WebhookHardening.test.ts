@@ -13,6 +13,7 @@ import * as Server from "../../src/http/Server.js"
 import * as Services from "../../src/Services.js"
 import { WEBHOOK_CHANNEL } from "../../src/sql/Channels.js"
 import type * as PublicAddress from "../../src/services/webhooks/PublicAddress.js"
+import { MAX_IN_FLIGHT_PER_ENDPOINT } from "../../src/domain/Webhook.js"
 import * as SqlWebhookRepository from "../../src/services/webhooks/SqlWebhookRepository.js"
 import * as Database from "../../src/sql/Database.js"
 import * as Postgres from "../support/Postgres.js"
@@ -160,7 +161,7 @@ for (const [name, backend] of backends) {
         for (let i = 0; i < 40; i++) yield* holdOrder(mallory.testKey, mallory.mockId)
         yield* until(() => hole.received.length >= 4)
         yield* Effect.sleep("300 millis")
-        expect(hole.received.length).toBe(SqlWebhookRepository.MAX_IN_FLIGHT_PER_ENDPOINT)
+        expect(hole.received.length).toBe(MAX_IN_FLIGHT_PER_ENDPOINT)
 
         // Another instance claiming now gets none of the black hole's deliveries: the cap counts the
         // leases held by every instance.
@@ -176,7 +177,7 @@ for (const [name, backend] of backends) {
         yield* create(ada.testKey, order(ada.mockId))
         // The black hole's attempts last 60 s; the healthy endpoint does not wait for them.
         yield* until(() => healthy.received.length >= 2, 5)
-        expect(hole.received.length).toBe(SqlWebhookRepository.MAX_IN_FLIGHT_PER_ENDPOINT)
+        expect(hole.received.length).toBe(MAX_IN_FLIGHT_PER_ENDPOINT)
       }))
 
     it.scoped("item 8: after a 410, a disabled endpoint gets nothing more than the requests in flight at that instant", () =>
@@ -216,7 +217,7 @@ for (const [name, backend] of backends) {
         yield* Effect.sleep("1500 millis")
         const sent = arrivals.slice(before)
         // At most the deliveries claimed with the first (the endpoint's in-flight cap), none after the 410.
-        expect(sent.length).toBeLessThanOrEqual(SqlWebhookRepository.MAX_IN_FLIGHT_PER_ENDPOINT)
+        expect(sent.length).toBeLessThanOrEqual(MAX_IN_FLIGHT_PER_ENDPOINT)
         expect(sent.filter((at) => at > goneAt + 100)).toEqual([])
         const listed = yield* Effect.flatMap(operator, ({ admin }) => admin.listWebhookEndpoints({ path: { user_id: userId } }))
         const [view] = listed.items

@@ -10,16 +10,11 @@ import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
 import { type Mode, UserId, WebhookEndpointId } from "../../src/domain/Ids.js"
 import { TradeIntent } from "../../src/domain/Intent.js"
-import { allEventTypes, type EventType } from "../../src/domain/Webhook.js"
+import { allEventTypes, type EventType, MAX_IN_FLIGHT_PER_ENDPOINT } from "../../src/domain/Webhook.js"
 import { AccountRepository } from "../../src/services/accounts/AccountRepository.js"
 import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
 import * as InMemoryWebhookRepository from "../../src/services/webhooks/InMemoryWebhookRepository.js"
-import {
-  type AttemptResult,
-  type DueDelivery,
-  MAX_IN_FLIGHT_PER_ENDPOINT,
-  WebhookRepository
-} from "../../src/services/webhooks/WebhookRepository.js"
+import { type AttemptResult, type DueDelivery, WebhookRepository } from "../../src/services/webhooks/WebhookRepository.js"
 import * as Database from "../../src/sql/Database.js"
 import { eventId, newIntent, seedUser, uuid } from "../support/Fixtures.js"
 import * as Postgres from "../support/Postgres.js"
@@ -87,7 +82,7 @@ const backends = [
     emitInMemory.pipe(Layer.provideMerge(Layer.mergeAll(
       IntentRepository.layerInMemory,
       AccountRepository.layerInMemory,
-      InMemoryWebhookRepository.layerWithEvents
+      WebhookRepository.layerInMemoryWithEvents
     )))
   ],
   ["PGlite", emitSql.pipe(Layer.provideMerge(sqlRepositories), Layer.provide(Database.migrated(Database.pglite(undefined))))],

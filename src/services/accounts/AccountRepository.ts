@@ -65,9 +65,9 @@ export class AccountRepository extends Context.Tag("AccountRepository")<AccountR
   /** A connection of this user; any string may be asked for, only an existing id matches. */
   readonly findBroker: (userId: UserId, id: string) => Effect.Effect<Option.Option<BrokerConnection>>
 }>() {
-  // The implementations import this Tag: `Effect.suspend` reads them only when the Layer is built.
+  // The implementations import this Tag as a type only, so the Layers may name them directly.
   /** On the `SqlClient` in context. */
-  static readonly layerSql = Layer.effect(this, Effect.suspend(() => SqlAccountRepository.make))
+  static readonly layerSql = Layer.effect(this, SqlAccountRepository.make)
   /** In memory: no database at all. */
-  static readonly layerInMemory = Layer.effect(this, Effect.suspend(() => InMemoryAccountRepository.make))
+  static readonly layerInMemory = Layer.effect(this, InMemoryAccountRepository.make)
 }

@@ -1,9 +1,11 @@
+import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
+import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import { ApiKey, BrokerConnection, User } from "../../domain/Account.js"
-import { AccountRepository, type NewApiKey } from "./AccountRepository.js"
+import type { AccountRepository, NewApiKey } from "./AccountRepository.js"
 
 interface State {
   readonly users: ReadonlyMap<string, User>
@@ -41,7 +43,7 @@ export const make = Effect.gen(function*() {
       revoked_at: null
     })
 
-  return AccountRepository.of({
+  return identity<Context.Tag.Service<typeof AccountRepository>>({
     createUser: (input) =>
       Ref.modify(state, (s) => {
         const user = new User(input)

@@ -1,14 +1,16 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlSchema from "@effect/sql/SqlSchema"
+import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
+import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { ApiKey, ApiKeyScope, BrokerConnection, BrokerKind, Tier, User } from "../../domain/Account.js"
 import { ApiKeyId, BrokerId, Mode, UserId } from "../../domain/Ids.js"
 import { API_KEYS_CHANNEL, KeyCreated } from "../../sql/Channels.js"
 import { orDie } from "../../sql/Defects.js"
-import { AccountRepository, type NewApiKey, type NewBrokerConnection, type NewUser } from "./AccountRepository.js"
+import type { AccountRepository, NewApiKey, NewBrokerConnection, NewUser } from "./AccountRepository.js"
 
 const encodeKeyCreated = Schema.encodeSync(KeyCreated)
 
@@ -164,7 +166,7 @@ export const make = Effect.gen(function*() {
    */
   const brokers = new Map<string, BrokerConnection>()
 
-  return AccountRepository.of({
+  return identity<Context.Tag.Service<typeof AccountRepository>>({
     createUser: Effect.fn("AccountRepository.createUser")(function*(user: NewUser) {
       return toUser(yield* insertUser(user))
     }, orDie),

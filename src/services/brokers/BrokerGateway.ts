@@ -3,23 +3,13 @@ import type * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
-import * as Schema from "effect/Schema"
 import type { BrokerKind } from "../../domain/Account.js"
 import type { BrokerId } from "../../domain/Ids.js"
 import type { OrderSpec, OrderStatus } from "../../domain/Intent.js"
 import * as Brokers from "./Brokers.js"
 
-/** The broker certainly did not receive the request (connection refused, DNS, 5xx before acceptance). */
-export class BrokerUnavailable extends Schema.TaggedError<BrokerUnavailable>()("BrokerUnavailable", {
-  detail: Schema.String
-}) {}
-
-/** The outcome is unknown (a timeout): the broker may or may not hold the order. */
-export class BrokerTimeout extends Schema.TaggedError<BrokerTimeout>()("BrokerTimeout", {
-  detail: Schema.String
-}) {}
-
-export type BrokerError = BrokerUnavailable | BrokerTimeout
+export { type BrokerError, BrokerTimeout, BrokerUnavailable } from "../../domain/Broker.js"
+import type { BrokerError } from "../../domain/Broker.js"
 
 /** An order as the broker holds it. */
 export interface BrokerOrder {
@@ -54,7 +44,7 @@ export class BrokerGateway extends Context.Tag("BrokerGateway")<BrokerGateway, {
   /** Cancels what is still open; answers the order as it stands afterwards (none if unknown). */
   readonly cancel: (connection: Connection, clientOrderId: string) => Effect.Effect<Option.Option<BrokerOrder>, BrokerError>
 }>() {
-  // The implementations import this Tag: `Effect.suspend` reads them only when the Layer is built.
+  // The implementations import this Tag as a type only, so the Layers may name them directly.
   /** Each connection to the broker of its kind: the mock broker; Alpaca is not reachable in this version. */
-  static readonly layer = Layer.effect(this, Effect.suspend(() => Brokers.make))
+  static readonly layer = Layer.effect(this, Brokers.make)
 }

@@ -1,7 +1,10 @@
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import type { BrokerKind } from "../../domain/Account.js"
-import { BrokerGateway, BrokerUnavailable } from "./BrokerGateway.js"
+import { BrokerUnavailable } from "../../domain/Broker.js"
+import type { BrokerGateway } from "./BrokerGateway.js"
 import * as MockBroker from "./MockBroker.js"
 
 /** A broker this version cannot reach: every submission fails certainly, so the intent fails with the reason. */
@@ -17,7 +20,7 @@ export const make = Effect.gen(function*() {
     mock: yield* MockBroker.make,
     alpaca: unsupported("Alpaca")
   }
-  return BrokerGateway.of({
+  return identity<Context.Tag.Service<typeof BrokerGateway>>({
     submit: (connection, order) => brokers[connection.kind].submit(connection, order),
     lookup: (connection, clientOrderId) => brokers[connection.kind].lookup(connection, clientOrderId),
     cancel: (connection, clientOrderId) => brokers[connection.kind].cancel(connection, clientOrderId)

@@ -1,14 +1,17 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlSchema from "@effect/sql/SqlSchema"
+import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
+import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { BrokerId } from "../../domain/Ids.js"
 import { type OrderSpec, OrderStatus, TimeInForce } from "../../domain/Intent.js"
 import { decide, REFERENCE_PRICE, statusAt } from "../../domain/MockExchange.js"
 import { orDie } from "../../sql/Defects.js"
-import { BrokerGateway, type BrokerOrder, BrokerUnavailable, type Connection } from "./BrokerGateway.js"
+import { BrokerUnavailable } from "../../domain/Broker.js"
+import type { BrokerGateway, BrokerOrder, Connection } from "./BrokerGateway.js"
 
 const Timestamp = Schema.DateTimeUtcFromDate
 
@@ -86,7 +89,7 @@ export const make = Effect.gen(function*() {
           WHERE client_order_id = ${client_order_id} AND status IN ('new', 'partially_filled')`
   })
 
-  return BrokerGateway.of({
+  return identity<Context.Tag.Service<typeof BrokerGateway>>({
     submit: Effect.fn("MockBroker.submit")(
       function*(connection: Connection, { clientOrderId, spec }: { readonly clientOrderId: string; readonly spec: OrderSpec }) {
         const outcome = decide(spec)

@@ -1,5 +1,7 @@
+import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
+import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Order from "effect/Order"
 import * as Ref from "effect/Ref"
@@ -7,7 +9,7 @@ import { QuotaExceeded } from "../../domain/Auth.js"
 import type { Mode, Owner, UserId } from "../../domain/Ids.js"
 import { DuplicateIntent, IntentNotCancelable, IntentNotFound, TradeIntent } from "../../domain/Intent.js"
 import { isFinal } from "../../domain/Routing.js"
-import { IntentRepository } from "./IntentRepository.js"
+import type { IntentRepository } from "./IntentRepository.js"
 
 interface Stored {
   readonly intent: TradeIntent
@@ -38,7 +40,7 @@ export const make = Effect.gen(function*() {
         Option.map((x) => x.intent)
       ))
 
-  return IntentRepository.of({
+  return identity<Context.Tag.Service<typeof IntentRepository>>({
     create: (input, { now, quota }) =>
       Ref.modify(state, (s): [Effect.Effect<TradeIntent, DuplicateIntent | QuotaExceeded>, State] => {
         const owner = { userId: input.user_id, mode: input.mode }

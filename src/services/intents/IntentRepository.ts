@@ -63,10 +63,10 @@ export class IntentRepository extends Context.Tag("IntentRepository")<IntentRepo
     query: IntentQuery
   ) => Effect.Effect<{ readonly items: ReadonlyArray<TradeIntent>; readonly total: number }>
 }>() {
-  // The implementations import this Tag: `Effect.suspend` reads them only when the Layer is built.
+  // The implementations import this Tag as a type only, so the Layers may name them directly.
   /** On the `SqlClient` in context, creations batched (at most `creationQueue` waiting). */
   static readonly layerSql = (options: SqlIntentRepository.Options = {}) =>
-    Layer.scoped(this, Effect.suspend(() => SqlIntentRepository.make(options)))
+    Layer.scoped(this, SqlIntentRepository.make(options))
   /** In memory: no database at all. */
-  static readonly layerInMemory = Layer.effect(this, Effect.suspend(() => InMemoryIntentRepository.make))
+  static readonly layerInMemory = Layer.effect(this, InMemoryIntentRepository.make)
 }

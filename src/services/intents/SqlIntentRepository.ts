@@ -1,7 +1,9 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlSchema from "@effect/sql/SqlSchema"
+import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
+import { identity } from "effect/Function"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -18,7 +20,7 @@ import {
   TradeIntent
 } from "../../domain/Intent.js"
 import { applyLocalCancel, isFinal } from "../../domain/Routing.js"
-import { type IntentQuery, IntentRepository, type Quota } from "./IntentRepository.js"
+import type { IntentQuery, IntentRepository, Quota } from "./IntentRepository.js"
 import { ROUTING_CHANNEL } from "../../sql/Channels.js"
 import { orDie } from "../../sql/Defects.js"
 import * as Outbox from "../../sql/Outbox.js"
@@ -277,7 +279,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
     }
   })
 
-  return IntentRepository.of({
+  return identity<Context.Tag.Service<typeof IntentRepository>>({
     create: (input, options) => options.quota === undefined ? createBatched({ input, ...options }) : createOne(input, options),
 
     findById: Effect.fn("IntentRepository.findById")(function*(owner: Owner, id: IntentId) {

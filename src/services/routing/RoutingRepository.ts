@@ -70,7 +70,7 @@ export class RoutingRepository extends Context.Tag("RoutingRepository")<RoutingR
   readonly reschedule: (job: Job, runAt: DateTime.Utc) => Effect.Effect<void>
   readonly enqueue: (intentId: IntentId, kind: JobKind, runAt: DateTime.Utc) => Effect.Effect<void>
 }>() {
-  // The implementations import this Tag: `Effect.suspend` reads them only when the Layer is built.
+  // The implementations import this Tag as a type only, so the Layers may name them directly.
   /** On the `SqlClient` in context. */
-  static readonly layerSql = Layer.effect(this, Effect.suspend(() => SqlRoutingRepository.make))
+  static readonly layerSql = Layer.effect(this, SqlRoutingRepository.make)
 }

@@ -1,8 +1,10 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlSchema from "@effect/sql/SqlSchema"
+import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { BrokerKind } from "../../domain/Account.js"
@@ -22,7 +24,7 @@ import { ROUTING_CHANNEL } from "../../sql/Channels.js"
 import { orDie } from "../../sql/Defects.js"
 import * as Outbox from "../../sql/Outbox.js"
 import * as Tables from "../../sql/Tables.js"
-import { type Job, type RoutingContext, RoutingRepository } from "./RoutingRepository.js"
+import type { Job, RoutingContext, RoutingRepository } from "./RoutingRepository.js"
 
 const Timestamp = Schema.DateTimeUtcFromDate
 
@@ -209,7 +211,7 @@ export const make = Effect.gen(function*() {
       return transition
     }, sql.withTransaction, orDie)
 
-  return RoutingRepository.of({
+  return identity<Context.Tag.Service<typeof RoutingRepository>>({
     claim: Effect.fn("RoutingRepository.claim")(function*(limit: number, duration: Duration.Duration) {
       const rows = yield* claimJobs({ ...(yield* lease(duration)), limit })
       return rows.map((row) => ({

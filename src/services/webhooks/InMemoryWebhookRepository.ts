@@ -1,21 +1,15 @@
 import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
+import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Order from "effect/Order"
 import * as Random from "effect/Random"
 import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import { DeliveryId, type Mode, type UserId, type WebhookEndpointId } from "../../domain/Ids.js"
-import {
-  Delivery,
-  DeliveryAttempt,
-  type DeliveryStatus,
-  type EventType,
-  WebhookEndpoint
-} from "../../domain/Webhook.js"
-import { type DueDelivery, MAX_IN_FLIGHT_PER_ENDPOINT, WebhookRepository } from "./WebhookRepository.js"
+import { Delivery, DeliveryAttempt, type DeliveryStatus, type EventType, MAX_IN_FLIGHT_PER_ENDPOINT, WebhookEndpoint } from "../../domain/Webhook.js"
+import type { DueDelivery, WebhookRepository } from "./WebhookRepository.js"
 
 /** An intent's state change, as the intents repository records it: `data` is the intent as GET shows it. */
 export interface Event {
@@ -165,7 +159,7 @@ export const makeWithEvents = Effect.gen(function*() {
       })
   })
 
-  const repository = WebhookRepository.of({
+  const repository = identity<Context.Tag.Service<typeof WebhookRepository>>({
     createEndpoint: ({ secret, ...input }) => {
       const endpoint = new WebhookEndpoint({ ...input, created_at: truncate(input.created_at), disabled_at: null })
       return Effect.as(update((_, endpoints) => endpoints.set(endpoint.id, { endpoint, secret })), endpoint)
@@ -318,9 +312,3 @@ export const makeWithEvents = Effect.gen(function*() {
 })
 
 export const make = Effect.map(makeWithEvents, ({ repository }) => repository)
-
-/** The repository and the {@link Events} that feed it, sharing one store. */
-export const layerWithEvents = Layer.effectContext(
-  Effect.map(makeWithEvents, ({ events, repository }) =>
-    Context.make(WebhookRepository, repository).pipe(Context.add(Events, events)))
-)

@@ -1,25 +1,19 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlSchema from "@effect/sql/SqlSchema"
+import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import { DeliveryId, Mode, UserId, WebhookEndpointId } from "../../domain/Ids.js"
-import { Delivery, DeliveryStatus, EventType, WebhookEndpoint } from "../../domain/Webhook.js"
+import { Delivery, DeliveryStatus, EventType, MAX_IN_FLIGHT_PER_ENDPOINT, WebhookEndpoint } from "../../domain/Webhook.js"
 import { orDie } from "../../sql/Defects.js"
 import { WEBHOOK_CHANNEL } from "../../sql/Channels.js"
 import { iso } from "../../sql/Outbox.js"
-import {
-  type AttemptResult,
-  type DueDelivery,
-  MAX_IN_FLIGHT_PER_ENDPOINT,
-  type NewEndpoint,
-  WebhookRepository
-} from "./WebhookRepository.js"
-
-export { MAX_IN_FLIGHT_PER_ENDPOINT }
+import type { AttemptResult, DueDelivery, NewEndpoint, WebhookRepository } from "./WebhookRepository.js"
 
 const Timestamp = Schema.DateTimeUtcFromDate
 
@@ -323,7 +317,7 @@ export const make = Effect.gen(function*() {
     }
   }
 
-  return WebhookRepository.of({
+  return identity<Context.Tag.Service<typeof WebhookRepository>>({
     createEndpoint: Effect.fn("WebhookRepository.createEndpoint")(function*(endpoint: NewEndpoint) {
       return toEndpoint(yield* insertEndpoint({ ...endpoint, disabled_at: null }))
     }, orDie),

@@ -10,12 +10,6 @@ import type { Delivery, EventType, WebhookEndpoint } from "../../domain/Webhook.
 import * as InMemoryWebhookRepository from "./InMemoryWebhookRepository.js"
 import * as SqlWebhookRepository from "./SqlWebhookRepository.js"
 
-/**
- * Deliveries of one endpoint in flight at once, across instances: a slow or unanswering receiver
- * holds at most this many of the workers' slots, so other endpoints keep their latency.
- */
-export const MAX_IN_FLIGHT_PER_ENDPOINT = 4
-
 export interface NewEndpoint {
   readonly id: WebhookEndpointId
   readonly user_id: UserId
@@ -81,9 +75,14 @@ export class WebhookRepository extends Context.Tag("WebhookRepository")<WebhookR
   /** Hands a claimed delivery back, due at `at`, without counting an attempt (shutdown). */
   readonly release: (delivery: DueDelivery, at: DateTime.Utc) => Effect.Effect<void>
 }>() {
-  // The implementations import this Tag: `Effect.suspend` reads them only when the Layer is built.
+  // The implementations import this Tag as a type only, so the Layers may name them directly.
   /** On the `SqlClient` in context. */
-  static readonly layerSql = Layer.effect(this, Effect.suspend(() => SqlWebhookRepository.make))
+  static readonly layerSql = Layer.effect(this, SqlWebhookRepository.make)
   /** In memory: no database at all. */
-  static readonly layerInMemory = Layer.effect(this, Effect.suspend(() => InMemoryWebhookRepository.make))
+  static readonly layerInMemory = Layer.effect(this, InMemoryWebhookRepository.make)
+  /** In memory, with the {@link InMemoryWebhookRepository.Events} that feed it deliveries (one store). */
+  static readonly layerInMemoryWithEvents = Layer.effectContext(
+    Effect.map(InMemoryWebhookRepository.makeWithEvents, ({ events, repository }) =>
+      Context.make(this, repository).pipe(Context.add(InMemoryWebhookRepository.Events, events)))
+  )
 }
