@@ -31,7 +31,7 @@ export class WebhookEndpoint extends Schema.Class<WebhookEndpoint>("WebhookEndpo
  * Deliveries of one endpoint in flight at once, across instances: a slow or unanswering receiver
  * holds at most this many of the workers' slots, so other endpoints keep their latency.
  */
-export const MAX_IN_FLIGHT_PER_ENDPOINT = 4
+export const MAX_IN_FLIGHT_PER_ENDPOINT = 16
 
 export const DeliveryStatus = Schema.Literal("pending", "succeeded", "failed")
 export type DeliveryStatus = typeof DeliveryStatus.Type

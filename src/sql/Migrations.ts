@@ -9,6 +9,7 @@ import CreateRouting from "./migrations/0004_create_routing.js"
 import CreateWebhooks from "./migrations/0005_create_webhooks.js"
 import UnloggedRateLimits from "./migrations/0006_unlogged_rate_limits.js"
 import RoutingJobVersions from "./migrations/0007_routing_job_versions.js"
+import WebhookClaimIndexes from "./migrations/0008_webhook_claim_indexes.js"
 
 /** Every migration, statically imported so that a bundled build finds them. */
 export const loader = Migrator.fromRecord({
@@ -18,7 +19,8 @@ export const loader = Migrator.fromRecord({
   "0004_create_routing": CreateRouting,
   "0005_create_webhooks": CreateWebhooks,
   "0006_unlogged_rate_limits": UnloggedRateLimits,
-  "0007_routing_job_versions": RoutingJobVersions
+  "0007_routing_job_versions": RoutingJobVersions,
+  "0008_webhook_claim_indexes": WebhookClaimIndexes
 })
 
 export const run = Migrator.make({})({ loader })

@@ -385,7 +385,7 @@ for (const [name, backend] of backends) {
             yield* webhooks.complete(gone, attempt(at, { _tag: "gone" }, 410))
             expect(Option.getOrThrow(yield* webhooks.findEndpoint(test)).disabled_at).toEqual(at)
             expect(Option.getOrThrow(yield* webhooks.findEndpoint(live)).disabled_at).toBeNull()
-            const deliveries = yield* webhooks.listDeliveries(test, 10)
+            const deliveries = yield* webhooks.listDeliveries(test, 100)
             expect(deliveries.map((d) => d.status)).toEqual(Array(MAX_IN_FLIGHT_PER_ENDPOINT + 1).fill("failed"))
             expect(deliveries.find((d) => d.id === gone.id)).toMatchObject({ attempts: 1, last_status_code: 410 })
 
@@ -400,7 +400,7 @@ for (const [name, backend] of backends) {
             expect(yield* webhooks.resend(gone.id, at)).toBe(false)
             // A new event reaches only the enabled endpoint.
             yield* emit.created(user, "test")
-            expect(yield* webhooks.listDeliveries(test, 10)).toHaveLength(MAX_IN_FLIGHT_PER_ENDPOINT + 1)
+            expect(yield* webhooks.listDeliveries(test, 100)).toHaveLength(MAX_IN_FLIGHT_PER_ENDPOINT + 1)
             expect(yield* claimAll).toEqual([])
           })))
 

@@ -180,15 +180,16 @@ export const make = Effect.gen(function*() {
   /** Per endpoint, its deliveries currently held under an unexpired lease, by any instance. */
   const busy = (at: Date) =>
     sql`SELECT endpoint_id, count(*) AS n FROM webhook_deliveries
-        WHERE status = 'pending' AND locked_until >= ${at} GROUP BY endpoint_id`
+        WHERE status = 'pending' AND locked_until IS NOT NULL AND locked_until >= ${at} GROUP BY endpoint_id`
 
   const claimDue = SqlSchema.findAll({
     Request: Schema.Struct({ ...Lease.fields, limit: Schema.Int }),
     Result: DueRow,
-    // Per endpoint, only as many as its free in-flight slots, earliest first: ranks are taken in
-    // one order by every instance, so two claiming at once compete for the same rows (SKIP LOCKED)
-    // rather than each taking a full share. Nothing is sent to a disabled endpoint: a delivery
-    // written while its endpoint was being disabled fails here, unsent.
+    // Per endpoint, its earliest due deliveries up to its free in-flight slots (an index probe per
+    // endpoint, not a scan of the backlog), then the earliest of those: taken in one order by every
+    // instance, so two claiming at once compete for the same rows (SKIP LOCKED) rather than each
+    // taking a full share. Nothing is sent to a disabled endpoint: a delivery written while its
+    // endpoint was being disabled fails here, unsent.
     execute: ({ at, limit, until }) =>
       sql`
         WITH busy AS (${busy(at)}), orphans AS (
@@ -199,20 +200,21 @@ export const make = Effect.gen(function*() {
         ), orphaned AS (
           UPDATE webhook_deliveries d SET status = 'failed', next_attempt_at = NULL, updated_at = ${at}
           FROM orphans o WHERE d.id = o.id
-        ), ranked AS (
-          SELECT d.id, d.next_attempt_at, COALESCE(b.n, 0) AS held,
-                 row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS rank
-          FROM webhook_deliveries d
-          JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.disabled_at IS NULL
-          LEFT JOIN busy b ON b.endpoint_id = d.endpoint_id
-          WHERE d.status = 'pending' AND d.next_attempt_at <= ${at}
-            AND (d.locked_until IS NULL OR d.locked_until < ${at})
+        ), candidates AS (
+          SELECT c.id, c.next_attempt_at
+          FROM webhook_endpoints w
+          LEFT JOIN busy b ON b.endpoint_id = w.id
+          CROSS JOIN LATERAL (
+            SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+            WHERE d.endpoint_id = w.id AND d.status = 'pending' AND d.next_attempt_at <= ${at}
+              AND (d.locked_until IS NULL OR d.locked_until < ${at})
+            ORDER BY d.next_attempt_at, d.id
+            LIMIT GREATEST(${MAX_IN_FLIGHT_PER_ENDPOINT} - COALESCE(b.n, 0), 0)
+          ) c
+          WHERE w.disabled_at IS NULL AND COALESCE(b.n, 0) < ${MAX_IN_FLIGHT_PER_ENDPOINT}
         ), due AS (
           SELECT d.id FROM webhook_deliveries d
-          WHERE d.id IN (
-              SELECT id FROM ranked WHERE rank + held <= ${MAX_IN_FLIGHT_PER_ENDPOINT}
-              ORDER BY next_attempt_at, id LIMIT ${limit}
-            )
+          WHERE d.id IN (SELECT id FROM candidates ORDER BY next_attempt_at, id LIMIT ${limit})
             AND d.status = 'pending' AND (d.locked_until IS NULL OR d.locked_until < ${at})
           FOR UPDATE SKIP LOCKED
         ), claimed AS (
@@ -236,9 +238,19 @@ export const make = Effect.gen(function*() {
     execute: (at) =>
       sql`
         WITH busy AS (${busy(at)})
-        SELECT min(CASE WHEN d.locked_until >= ${at} THEN d.locked_until ELSE d.next_attempt_at END) AS due
-        FROM webhook_deliveries d LEFT JOIN busy b ON b.endpoint_id = d.endpoint_id
-        WHERE d.status = 'pending' AND (d.locked_until >= ${at} OR COALESCE(b.n, 0) < ${MAX_IN_FLIGHT_PER_ENDPOINT})`
+        SELECT min(due) AS due FROM (
+          SELECT min(locked_until) AS due FROM webhook_deliveries
+          WHERE status = 'pending' AND locked_until IS NOT NULL AND locked_until >= ${at}
+          UNION ALL
+          SELECT min(c.next_attempt_at) FROM webhook_endpoints w
+          LEFT JOIN busy b ON b.endpoint_id = w.id
+          CROSS JOIN LATERAL (
+            SELECT d.next_attempt_at FROM webhook_deliveries d
+            WHERE d.endpoint_id = w.id AND d.status = 'pending' AND (d.locked_until IS NULL OR d.locked_until < ${at})
+            ORDER BY d.next_attempt_at LIMIT 1
+          ) c
+          WHERE COALESCE(b.n, 0) < ${MAX_IN_FLIGHT_PER_ENDPOINT}
+        ) x`
   })
 
   const extendLeases = SqlSchema.void({
