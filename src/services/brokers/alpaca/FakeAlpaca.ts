@@ -107,7 +107,8 @@ export interface FakeAlpaca {
   readonly stop: () => Promise<void>
 }
 
-const OPEN = new Set(["new", "accepted", "pending_new", "partially_filled", "held", "accepted_for_bidding", "calculated"])
+/** Statuses after which an order neither fills nor can be canceled; every other one is open. */
+const FINAL = new Set(["filled", "canceled", "expired", "done_for_day", "rejected", "replaced"])
 
 const decimal = (n: number): string => {
   const plain = String(n)
@@ -173,7 +174,7 @@ export const start = (options: Options = {}): Promise<FakeAlpaca> => {
 
   const open = (orderId: string): FakeOrder => {
     const order = orders.get(orderId)
-    if (order === undefined || !OPEN.has(order.status)) throw new Error(`No open order ${orderId}`)
+    if (order === undefined || FINAL.has(order.status)) throw new Error(`No open order ${orderId}`)
     return order
   }
   const left = (order: FakeOrder) => Number(order.qty) - Number(order.filled_qty)
@@ -285,7 +286,7 @@ export const start = (options: Options = {}): Promise<FakeAlpaca> => {
       if (order === undefined) return json(response, 404, { code: 40410000, message: "order not found" })
       if (method === "GET") return json(response, 200, order)
       if (method === "DELETE") {
-        if (!OPEN.has(order.status)) {
+        if (FINAL.has(order.status)) {
           return json(response, 422, { code: 42210000, message: `order is not cancelable (status ${order.status})` })
         }
         order.status = "canceled"
