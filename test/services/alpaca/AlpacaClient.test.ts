@@ -99,7 +99,7 @@ layer(TestLayer, { excludeTestServices: true })("AlpacaClient against the fake A
       const order = yield* client.submit(credentials, { clientOrderId: newClientOrderId(), spec: market })
       expect(order.filled_qty).toBe(10)
       expect(order.filled_avg_price).toBe(100)
-      const fills = yield* client.fills(credentials, order.id)
+      const fills = yield* client.fills(credentials, order)
       const mapped = AlpacaClient.toBrokerOrder(order, fills)
       expect(mapped.status).toBe("filled")
       expect(mapped.brokerOrderId).toBe(order.id)
@@ -113,15 +113,33 @@ layer(TestLayer, { excludeTestServices: true })("AlpacaClient against the fake A
       const { client, credentials, fake } = yield* setup
       fake.setBehaviour("partial", "AAPL")
       const placed = yield* client.submit(credentials, { clientOrderId: newClientOrderId(), spec: market })
-      expect(AlpacaClient.toBrokerOrder(placed, yield* client.fills(credentials, placed.id)).status)
+      expect(AlpacaClient.toBrokerOrder(placed, yield* client.fills(credentials, placed)).status)
         .toBe("partially_filled")
       expect(placed.filled_qty).toBe(5)
       fake.fill(placed.id)
       const order = yield* client.getOrder(credentials, placed.id)
-      const mapped = AlpacaClient.toBrokerOrder(order, yield* client.fills(credentials, order.id))
+      const mapped = AlpacaClient.toBrokerOrder(order, yield* client.fills(credentials, order))
       expect(mapped.status).toBe("filled")
       expect(mapped.fills.map((fill) => fill.quantity)).toStrictEqual([5, 5])
       expect(new Set(mapped.fills.map((fill) => fill.id)).size).toBe(2)
+    }))
+
+  it.effect("an order's fills are found across pages of the account's activities", () =>
+    Effect.gen(function*() {
+      const { client, credentials, fake } = yield* setup
+      fake.setBehaviour("rest", "MSFT")
+      const target = yield* client.submit(credentials, { clientOrderId: newClientOrderId(), spec: { ...market, symbol: "MSFT" } })
+      yield* Effect.forEach(
+        Array.from({ length: 120 }, newClientOrderId),
+        (clientOrderId) => client.submit(credentials, { clientOrderId, spec: market }),
+        { concurrency: 8 }
+      )
+      fake.fill(target.id)
+      const fills = yield* client.fills(credentials, target)
+      expect(fills.map((fill) => fill.qty)).toStrictEqual([10])
+      const pages = fake.requests().filter((request) => request.path.startsWith("/v2/account/activities/FILL"))
+      expect(pages).toHaveLength(2)
+      expect(pages[1]?.path).toContain(`page_token=${encodeURIComponent(fake.fills()[99]?.id ?? "")}`)
     }))
 
   it.effect("a resting order is canceled on request; a second cancel is not cancelable", () =>

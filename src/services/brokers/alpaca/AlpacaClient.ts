@@ -3,6 +3,7 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -86,6 +87,10 @@ export const toBrokerOrder = (
     .filter((fill) => fill.order_id === order.id)
     .map((fill) => ({ id: fill.id, quantity: fill.qty, price: fill.price, filledAt: fill.transaction_time }))
 })
+
+const ACTIVITY_PAGE_SIZE = 100
+/** A bound on the pages read for one order's fills: 10,000 executions account-wide since it was placed. */
+const MAX_ACTIVITY_PAGES = 100
 
 const DUPLICATE_CLIENT_ORDER_ID = /client[_ ]order[_ ]id must be unique/i
 
@@ -278,20 +283,41 @@ export const make = (options: Options = {}) =>
       )
     })
 
-    /** The executions of one order, from the `FILL` account activities. */
-    const fills = Effect.fn("AlpacaClient.fills")(function*(credentials: Credentials, orderId: string) {
-      const what = "GET /v2/account/activities/FILL"
-      const all = yield* call(
-        what,
-        credentials,
-        HttpClientRequest.get("/v2/account/activities/FILL"),
-        (response) =>
-          response.status === 200
-            ? decode(what, AlpacaSchemas.FillActivities)(response)
-            : unexpected(what, response)
-      )
-      return all.filter((fill) => fill.order_id === orderId)
-    })
+    /**
+     * The executions of one order, from the `FILL` account activities since it was placed, page by
+     * page (Alpaca answers at most 100 at a time).
+     */
+    const fills = Effect.fn("AlpacaClient.fills")(
+      function*(credentials: Credentials, order: Pick<AlpacaSchemas.Order, "id" | "created_at">) {
+        const what = "GET /v2/account/activities/FILL"
+        // A second of margin for a clock between the order's time and its fills'.
+        const after = DateTime.formatIso(DateTime.subtract(order.created_at, { seconds: 1 }))
+        const found: Array<AlpacaSchemas.FillActivity> = []
+        let token: string | undefined
+        for (let page = 0; page < MAX_ACTIVITY_PAGES; page++) {
+          const activities = yield* call(
+            what,
+            credentials,
+            HttpClientRequest.get("/v2/account/activities/FILL", {
+              urlParams: {
+                direction: "asc",
+                page_size: String(ACTIVITY_PAGE_SIZE),
+                after,
+                ...(token !== undefined ? { page_token: token } : {})
+              }
+            }),
+            (response) =>
+              response.status === 200
+                ? decode(what, AlpacaSchemas.FillActivities)(response)
+                : unexpected(what, response)
+          )
+          found.push(...activities.filter((fill) => fill.order_id === order.id))
+          token = activities.at(-1)?.id
+          if (activities.length < ACTIVITY_PAGE_SIZE || token === undefined) break
+        }
+        return found
+      }
+    )
 
     return { account, submit, byClientOrderId, getOrder, cancel, fills } as const
   })

@@ -4,6 +4,7 @@ import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import { randomUUID } from "node:crypto"
 import * as Http from "node:http"
+import { decimal } from "./AlpacaClient.js"
 
 /**
  * What the fake does with an order it receives:
@@ -110,10 +111,6 @@ export interface FakeAlpaca {
 /** Statuses after which an order neither fills nor can be canceled; every other one is open. */
 const FINAL = new Set(["filled", "canceled", "expired", "done_for_day", "rejected", "replaced"])
 
-const decimal = (n: number): string => {
-  const plain = String(n)
-  return plain.includes("e") ? n.toFixed(9).replace(/\.?0+$/, "") : plain
-}
 
 const json = (response: Http.ServerResponse, status: number, body?: unknown) => {
   if (body === undefined) {
@@ -295,7 +292,18 @@ export const start = (options: Options = {}): Promise<FakeAlpaca> => {
       }
     }
     if (method === "GET" && path === "/v2/account/activities/FILL") {
-      return json(response, 200, fills)
+      const after = url.searchParams.get("after")
+      const ordered = (url.searchParams.get("direction") ?? "desc") === "asc" ? [...fills] : [...fills].reverse()
+      const token = url.searchParams.get("page_token")
+      const from = token === null ? 0 : ordered.findIndex((fill) => fill.id === token) + 1
+      const size = Math.min(Number(url.searchParams.get("page_size") ?? 100), 100)
+      return json(
+        response,
+        200,
+        ordered.slice(from)
+          .filter((fill) => after === null || Date.parse(fill.transaction_time) > Date.parse(after))
+          .slice(0, size)
+      )
     }
     return json(response, 404, { code: 40400000, message: "endpoint not found" })
   }
