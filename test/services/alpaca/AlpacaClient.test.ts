@@ -4,6 +4,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Tracer from "effect/Tracer"
 import { randomUUID } from "node:crypto"
 import * as Http from "node:http"
 import type { OrderSpec } from "../../../src/domain/Intent.js"
@@ -215,6 +216,28 @@ layer(TestLayer, { excludeTestServices: true })("AlpacaClient against the fake A
       expect((yield* Effect.flip(client.account(wrong)))._tag).toBe("AlpacaCredentialsRefused")
       const refused = yield* Effect.flip(client.submit(wrong, { clientOrderId: newClientOrderId(), spec: market }))
       expect(refused._tag).toBe("AlpacaCredentialsRefused")
+    }))
+
+  it.effect("the secret key reaches Alpaca but no span", () =>
+    Effect.gen(function*() {
+      const { client, credentials } = yield* setup
+      const spans: Array<Tracer.Span> = []
+      yield* Effect.tracerWith((tracer) =>
+        Effect.withTracer(
+          client.account(credentials),
+          Tracer.make({
+            span: (...args) => {
+              const span = tracer.span(...args)
+              spans.push(span)
+              return span
+            },
+            context: tracer.context
+          })
+        )
+      )
+      const attributes = spans.flatMap((span) => [...span.attributes.entries()])
+      expect(attributes.map(([name]) => name)).toContain("http.request.header.apca-api-key-id")
+      expect(attributes.some(([, value]) => String(value).includes("fake-secret-key"))).toBe(false)
     }))
 
   it.effect("an unknown status decodes and counts as open", () =>
