@@ -209,13 +209,15 @@ layer(TestLayer, { excludeTestServices: true })("AlpacaClient against the fake A
 
   it.effect("credentials Alpaca does not know are refused; known ones answer the account", () =>
     Effect.gen(function*() {
-      const { client, credentials } = yield* setup
+      const { client, credentials, fake } = yield* setup
       const account = yield* client.account(credentials)
       expect(account.status).toBe("ACTIVE")
       const wrong = { ...credentials, apiSecretKey: Redacted.make("wrong") }
       expect((yield* Effect.flip(client.account(wrong)))._tag).toBe("AlpacaCredentialsRefused")
       const refused = yield* Effect.flip(client.submit(wrong, { clientOrderId: newClientOrderId(), spec: market }))
       expect(refused._tag).toBe("AlpacaCredentialsRefused")
+      fake.setRefusalStatus(403)
+      expect((yield* Effect.flip(client.account(wrong)))._tag).toBe("AlpacaCredentialsRefused")
     }))
 
   it.effect("the secret key reaches Alpaca but no span", () =>

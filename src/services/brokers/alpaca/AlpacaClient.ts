@@ -95,7 +95,7 @@ const MAX_ACTIVITY_PAGES = 100
 const DUPLICATE_CLIENT_ORDER_ID = /client[_ ]order[_ ]id must be unique/i
 
 /** Codes of a connection that was never made: the request certainly did not reach Alpaca. */
-const NOT_CONNECTED = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH"])
+const NOT_CONNECTED = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_CONNECT_TIMEOUT"])
 
 const codesOf = (error: unknown): ReadonlyArray<string> => {
   const codes: Array<string> = []

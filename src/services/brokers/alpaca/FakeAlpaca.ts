@@ -101,6 +101,8 @@ export interface FakeAlpaca {
   readonly partialFill: (orderId: string) => void
   /** Cancels an open order (as Alpaca would after a cancel request or at expiry). */
   readonly cancel: (orderId: string, status?: "canceled" | "expired" | "done_for_day") => void
+  /** The status answered to credentials the fake does not know: 401 (as Alpaca mostly does) or 403. */
+  readonly setRefusalStatus: (status: 401 | 403) => void
   /** Sets an order's status as is, e.g. to an unknown one. */
   readonly setStatus: (orderId: string, status: string) => void
   /** Forgets orders, fills, requests and behaviours. */
@@ -135,6 +137,7 @@ export const start = (options: Options = {}): Promise<FakeAlpaca> => {
   let orders = new Map<string, FakeOrder>()
   let fills: Array<FakeFill> = []
   let behaviours = new Map<string, Behaviour>()
+  let refusalStatus: 401 | 403 = 401
 
   const now = () => new Date().toISOString()
   const behaviourOf = (symbol: string): Behaviour => behaviours.get(symbol) ?? behaviours.get("*") ?? "fill"
@@ -237,7 +240,7 @@ export const start = (options: Options = {}): Promise<FakeAlpaca> => {
     const keyId = headers["apca-api-key-id"]
     const secret = headers["apca-api-secret-key"]
     if (!keys.some((key) => key.keyId === keyId && key.secretKey === secret)) {
-      return json(response, 401, { code: 40110000, message: "request is not authorized" })
+      return json(response, refusalStatus, { code: refusalStatus === 401 ? 40110000 : 40310000, message: "request is not authorized" })
     }
     const method = request.method
     const path = url.pathname
@@ -342,6 +345,9 @@ export const start = (options: Options = {}): Promise<FakeAlpaca> => {
           if (status === "canceled") order.canceled_at = order.updated_at
           else order.expired_at = order.updated_at
         },
+        setRefusalStatus: (status) => {
+          refusalStatus = status
+        },
         setStatus: (orderId, status) => {
           const order = orders.get(orderId)
           if (order === undefined) throw new Error(`No order ${orderId}`)
@@ -352,6 +358,7 @@ export const start = (options: Options = {}): Promise<FakeAlpaca> => {
           orders = new Map()
           fills = []
           behaviours = new Map()
+          refusalStatus = 401
         },
         stop: () =>
           new Promise<void>((done) => {
