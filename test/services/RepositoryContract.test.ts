@@ -20,6 +20,17 @@ const backends = [
   ["PostgreSQL", sqlRepositories.pipe(Layer.provide(Postgres.layerFresh))]
 ] as const
 
+/** Two users, the first with one test intent. */
+const twoUsersOneIntent = Effect.gen(function*() {
+  const intents = yield* IntentRepository
+  const ada = yield* seedUser
+  const bob = yield* seedUser
+  const owner = { userId: ada.user.id, mode: "test" as const }
+  const input = newIntent(owner, ada.testBroker.id)
+  yield* intents.create(input, { now: yield* DateTime.now, quota: undefined, eventId: eventId() })
+  return { ada, bob, input, intents, owner }
+})
+
 const quota = (limit: number) => ({ limit, period: "1970-01-01", retryAfter: 60 })
 
 for (const [name, backend] of backends) {
@@ -136,12 +147,7 @@ for (const [name, backend] of backends) {
 
       it.effect("never shows an intent to another user, to the other mode, or for a malformed id", () =>
         Effect.gen(function*() {
-          const intents = yield* IntentRepository
-          const ada = yield* seedUser
-          const bob = yield* seedUser
-          const owner = { userId: ada.user.id, mode: "test" as const }
-          const input = newIntent(owner, ada.testBroker.id)
-          yield* intents.create(input, { now: yield* DateTime.now, quota: undefined, eventId: eventId() })
+          const { bob, input, intents, owner } = yield* twoUsersOneIntent
           for (const other of [{ userId: bob.user.id, mode: "test" as const }, { ...owner, mode: "live" as const }]) {
             expect(Option.isNone(yield* intents.findById(other, input.id))).toBe(true)
             expect(Option.isNone(yield* intents.findByExternalId(other, input.intent_id))).toBe(true)
@@ -252,12 +258,7 @@ for (const [name, backend] of backends) {
 
       it.effect("a client's cancel before submission cancels at once; a final intent is not cancelable", () =>
         Effect.gen(function*() {
-          const intents = yield* IntentRepository
-          const ada = yield* seedUser
-          const bob = yield* seedUser
-          const owner = { userId: ada.user.id, mode: "test" as const }
-          const input = newIntent(owner, ada.testBroker.id)
-          yield* intents.create(input, { now: yield* DateTime.now, quota: undefined, eventId: eventId() })
+          const { bob, input, intents, owner } = yield* twoUsersOneIntent
           const other = { userId: bob.user.id, mode: "test" as const }
           const notFound = yield* Effect.flip(intents.requestCancel(other, input.id, { now: yield* DateTime.now, eventId: eventId() }))
           expect(notFound._tag).toBe("IntentNotFound")

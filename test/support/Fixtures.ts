@@ -2,7 +2,7 @@ import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Crypto from "node:crypto"
 import { ApiKeyId, BrokerId, IntentId, type Mode, UserId } from "../../src/domain/Ids.js"
-import type { NewIntent } from "../../src/domain/Intent.js"
+import type { NewIntent, OrderSpec } from "../../src/domain/Intent.js"
 import { AccountRepository } from "../../src/services/accounts/AccountRepository.js"
 
 export const uuid = () => Crypto.randomUUID()
@@ -47,6 +47,18 @@ export const newApiKey = (userId: UserId, mode: Mode = "test") =>
     expires_at: null
   }))
 
+/** A market buy of 10 AAPL, for the day. */
+export const marketSpec: OrderSpec = {
+  symbol: "AAPL",
+  side: "buy",
+  quantity: 10,
+  order_type: "market",
+  limit_price: null,
+  stop_price: null,
+  time_in_force: "day",
+  extended_hours: false
+}
+
 export const newIntent = (
   owner: { readonly userId: UserId; readonly mode: Mode },
   brokerId: BrokerId,
@@ -57,13 +69,6 @@ export const newIntent = (
   mode: owner.mode,
   intent_id: `ext-${uuid()}`,
   broker_id: brokerId,
-  symbol: "AAPL",
-  side: "buy",
-  quantity: 10,
-  order_type: "market",
-  limit_price: null,
-  stop_price: null,
-  time_in_force: "day",
-  extended_hours: false,
+  ...marketSpec,
   ...overrides
 })

@@ -11,17 +11,9 @@ import type { OrderSpec } from "../../../src/domain/Intent.js"
 import * as AlpacaClient from "../../../src/services/brokers/alpaca/AlpacaClient.js"
 import * as AlpacaSchemas from "../../../src/services/brokers/alpaca/AlpacaSchemas.js"
 import { FakeAlpacaServer } from "../../../src/services/brokers/alpaca/FakeAlpaca.js"
+import { marketSpec } from "../../support/Fixtures.js"
 
-const market: OrderSpec = {
-  symbol: "AAPL",
-  side: "buy",
-  quantity: 10,
-  order_type: "market",
-  limit_price: null,
-  stop_price: null,
-  time_in_force: "day",
-  extended_hours: false
-}
+const market: OrderSpec = marketSpec
 
 const newClientOrderId = () => `${AlpacaClient.CLIENT_ORDER_ID_PREFIX}${randomUUID()}`
 
