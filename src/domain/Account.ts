@@ -53,15 +53,40 @@ export type BrokerKind = typeof BrokerKind.Type
 /** The one mode each kind of broker serves: the mock broker is for test keys only. */
 export const brokerKindMode: Record<BrokerKind, Mode> = { mock: "test", alpaca: "live" }
 
+/** Which of a real broker's environments a connection trades in: paper (simulated) or live. */
+export const BrokerEnvironment = Schema.Literal("paper", "live")
+export type BrokerEnvironment = typeof BrokerEnvironment.Type
+
+/** `invalid` once the broker refuses the connection's credentials, until they are replaced. */
+export const BrokerStatus = Schema.Literal("active", "invalid")
+export type BrokerStatus = typeof BrokerStatus.Type
+
 export class BrokerConnection extends Schema.Class<BrokerConnection>("BrokerConnection")({
   id: BrokerId,
   user_id: UserId,
   name: Schema.String,
   kind: BrokerKind,
   mode: Mode,
+  /** Null for the mock broker, which has one environment. */
+  environment: Schema.NullOr(BrokerEnvironment),
+  status: BrokerStatus,
   created_at: Schema.DateTimeUtc
 }) {}
 
 export class BrokerNotFound extends Schema.TaggedError<BrokerNotFound>()("BrokerNotFound", {
   detail: detail(WireErrors.BrokerNotFound)
+}) {}
+
+/** The broker refused the credentials of a connection being created: nothing was stored. */
+export class BrokerCredentialsInvalid extends Schema.TaggedError<BrokerCredentialsInvalid>()(
+  "BrokerCredentialsInvalid",
+  { detail: detail(WireErrors.BrokerCredentialsInvalid) }
+) {}
+
+/**
+ * The broker could not check the credentials of a connection being created (unreachable, timed
+ * out, failing): nothing was stored, and the same request may be sent again.
+ */
+export class BrokerUnreachable extends Schema.TaggedError<BrokerUnreachable>()("BrokerUnreachable", {
+  detail: detail(WireErrors.BrokerUnreachable)
 }) {}

@@ -32,6 +32,7 @@ export const WireErrors = {
   DuplicateIntent: { status: 409, code: "duplicate_intent_id", detail: "Trade Intent with this intent_id already exists" },
   IntentNotCancelable: { status: 409, code: "intent_not_cancelable" },
   Unprocessable: { status: 422, code: "unprocessable_entity" },
+  BrokerCredentialsInvalid: { status: 422, code: "broker_credentials_invalid", detail: "Alpaca refused the credentials" },
   RateLimited: { status: 429, code: "rate_limit_exceeded" },
   QuotaExceeded: { status: 429, code: "quota_exceeded", detail: "Monthly intent quota exceeded" },
   InternalError: { status: 500, code: "internal_server_error", detail: "Internal server error" },
@@ -40,6 +41,7 @@ export const WireErrors = {
     code: "service_unavailable",
     detail: "The database is not answering; retry shortly (a creation retried with the same intent_id is never created twice)"
   },
+  BrokerUnreachable: { status: 503, code: "broker_unavailable", detail: "Alpaca is unavailable; try again later" },
   /** An unknown route, or a path that names nothing (it holds a NUL). */
   NotFound: { status: 404, code: "not_found", detail: "Not found" },
   PayloadTooLarge: { status: 413, code: "payload_too_large", detail: "Request body too large" },

@@ -37,6 +37,8 @@ export interface Transition {
   readonly fills: ReadonlyArray<BrokerFill>
   /** True when the status changes (and so an event is due). */
   readonly changed: boolean
+  /** The quantity filled once the fills are recorded. */
+  readonly filled: number
 }
 
 const legal: Record<IntentStatus, ReadonlySet<IntentStatus>> = {
@@ -56,10 +58,22 @@ export const isFinal = (status: IntentStatus) => finalStatuses.has(status)
 const EPSILON = 1e-9
 const round9 = (n: number) => Math.round(n * 1e9) / 1e9
 
+/** The quantity the recorded fills add up to. */
+export const filledQuantity = (state: RoutingState) => round9(state.fills.reduce((sum, f) => sum + f.quantity, 0))
+
+/** No change: the state as it is. */
+const unchanged = (state: RoutingState): Transition => ({
+  status: state.status,
+  reason: null,
+  fills: [],
+  changed: false,
+  filled: filledQuantity(state)
+})
+
 /** Fills not yet recorded, cut so that the total never exceeds `quantity`. */
 const acceptFills = (state: RoutingState, incoming: ReadonlyArray<BrokerFill>) => {
   const known = new Set(state.fills.map((f) => f.id))
-  let filled = state.fills.reduce((sum, f) => sum + f.quantity, 0)
+  let filled = filledQuantity(state)
   const accepted: Array<BrokerFill> = []
   for (const fill of incoming) {
     if (known.has(fill.id) || fill.quantity <= 0) continue
@@ -103,28 +117,34 @@ const reasonFor = (status: IntentStatus, update: OrderUpdate): string | null => 
  * filled quantity never exceeds the intent's quantity.
  */
 export const applyOrderUpdate = (state: RoutingState, update: OrderUpdate): Transition => {
-  if (isFinal(state.status)) return { status: state.status, reason: null, fills: [], changed: false }
+  if (isFinal(state.status)) return unchanged(state)
   const { accepted, filled } = acceptFills(state, update.fills)
   const next = target(update, filled, state.quantity)
   const moves = next !== state.status && isLegal(state.status, next)
   const status = moves ? next : state.status
-  return { status, reason: moves ? reasonFor(status, update) : null, fills: accepted, changed: moves }
+  return { status, reason: moves ? reasonFor(status, update) : null, fills: accepted, changed: moves, filled }
 }
 
+/** A move to `status` with no order behind it, when the diagram allows it; otherwise no change. */
+const withoutOrder = (status: IntentStatus) => (state: RoutingState, reason: string): Transition =>
+  isLegal(state.status, status)
+    ? { status, reason, fills: [], changed: true, filled: filledQuantity(state) }
+    : unchanged(state)
+
 /** Routing gave up: `failed`, unless the intent is already final. */
-export const applyFailure = (state: RoutingState, reason: string): Transition =>
-  isLegal(state.status, "failed")
-    ? { status: "failed", reason, fills: [], changed: true }
-    : { status: state.status, reason: null, fills: [], changed: false }
+export const applyFailure = withoutOrder("failed")
 
 /** Canceled before any order reached the broker. */
-export const applyLocalCancel = (state: RoutingState, reason: string): Transition =>
-  isLegal(state.status, "canceled")
-    ? { status: "canceled", reason, fills: [], changed: true }
-    : { status: state.status, reason: null, fills: [], changed: false }
+export const applyLocalCancel = withoutOrder("canceled")
+
+/** The broker refused the order and holds none: `rejected` with the broker's reason. */
+export const applyRejection = withoutOrder("rejected")
 
 /** The webhook event type of a status an intent has just entered. */
 export const eventType = (status: IntentStatus) => `intent.${status === "pending" ? "created" : status}` as const
+
+/** The status_reason of an intent the client canceled. */
+export const CANCELED_BY_CLIENT = "Canceled by the client"
 
 /** The client order id of an intent's order: one intent, one order, whatever is retried. */
 export const clientOrderId = (intentId: string) => `tir-${intentId}`

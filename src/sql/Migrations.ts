@@ -10,6 +10,7 @@ import CreateWebhooks from "./migrations/0005_create_webhooks.js"
 import UnloggedRateLimits from "./migrations/0006_unlogged_rate_limits.js"
 import RoutingJobVersions from "./migrations/0007_routing_job_versions.js"
 import WebhookClaimIndexes from "./migrations/0008_webhook_claim_indexes.js"
+import BrokerEnvironments from "./migrations/0009_broker_environments.js"
 
 /** Every migration, statically imported so that a bundled build finds them. */
 export const loader = Migrator.fromRecord({
@@ -20,7 +21,8 @@ export const loader = Migrator.fromRecord({
   "0005_create_webhooks": CreateWebhooks,
   "0006_unlogged_rate_limits": UnloggedRateLimits,
   "0007_routing_job_versions": RoutingJobVersions,
-  "0008_webhook_claim_indexes": WebhookClaimIndexes
+  "0008_webhook_claim_indexes": WebhookClaimIndexes,
+  "0009_broker_environments": BrokerEnvironments
 })
 
 export const run = Migrator.make({})({ loader })

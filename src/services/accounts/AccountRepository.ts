@@ -3,7 +3,16 @@ import type * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
-import type { ApiKey, ApiKeyScope, BrokerConnection, BrokerKind, Tier, User } from "../../domain/Account.js"
+import type {
+  ApiKey,
+  ApiKeyScope,
+  BrokerConnection,
+  BrokerEnvironment,
+  BrokerKind,
+  BrokerStatus,
+  Tier,
+  User
+} from "../../domain/Account.js"
 import type { ApiKeyId, BrokerId, Mode, UserId } from "../../domain/Ids.js"
 import * as InMemoryAccountRepository from "./InMemoryAccountRepository.js"
 import * as SqlAccountRepository from "./SqlAccountRepository.js"
@@ -43,9 +52,20 @@ export interface NewBrokerConnection {
   readonly name: string
   readonly kind: BrokerKind
   readonly mode: Mode
+  readonly environment: BrokerEnvironment | null
   /** Encrypted credentials (live brokers), never returned by the API. */
   readonly credentials: string | null
   readonly created_at: DateTime.Utc
+}
+
+/** What a broker needs to act for a connection: its environment and encrypted credentials. */
+export interface BrokerSecrets {
+  readonly id: BrokerId
+  readonly kind: BrokerKind
+  readonly environment: BrokerEnvironment | null
+  readonly status: BrokerStatus
+  /** Encrypted; null for the mock broker. */
+  readonly credentials: string | null
 }
 
 /** Users, their API keys and their broker connections. */
@@ -64,6 +84,12 @@ export class AccountRepository extends Context.Tag("AccountRepository")<AccountR
   readonly createBroker: (connection: NewBrokerConnection) => Effect.Effect<BrokerConnection>
   /** A connection of this user; any string may be asked for, only an existing id matches. */
   readonly findBroker: (userId: UserId, id: string) => Effect.Effect<Option.Option<BrokerConnection>>
+  /** A connection's environment and credentials, for the broker acting on it (never for a response). */
+  readonly findBrokerSecrets: (id: BrokerId) => Effect.Effect<Option.Option<BrokerSecrets>>
+  /** The broker refused the connection's credentials: `invalid` until they are replaced. */
+  readonly markBrokerInvalid: (id: BrokerId) => Effect.Effect<void>
+  /** The ids of the active connections of one kind of broker. */
+  readonly listActiveBrokers: (kind: BrokerKind) => Effect.Effect<ReadonlyArray<BrokerId>>
 }>() {
   // The implementations import this Tag as a type only, so the Layers may name them directly.
   /** On the `SqlClient` in context. */

@@ -11,6 +11,8 @@ interface State {
   readonly users: ReadonlyMap<string, User>
   readonly keys: ReadonlyMap<string, { readonly key: ApiKey; readonly hash: string }>
   readonly brokers: ReadonlyMap<string, BrokerConnection>
+  /** Encrypted credentials, by connection id. */
+  readonly credentials: ReadonlyMap<string, string | null>
 }
 
 const withEntry = <V>(map: ReadonlyMap<string, V>, key: string, value: V): ReadonlyMap<string, V> =>
@@ -18,7 +20,7 @@ const withEntry = <V>(map: ReadonlyMap<string, V>, key: string, value: V): Reado
 
 /** For fast unit tests of the logic above the repository; the contract suite holds it to the SQL one. */
 export const make = Effect.gen(function*() {
-  const state = yield* Ref.make<State>({ users: new Map(), keys: new Map(), brokers: new Map() })
+  const state = yield* Ref.make<State>({ users: new Map(), keys: new Map(), brokers: new Map(), credentials: new Map() })
 
   const updateKey = (id: string, f: (key: ApiKey) => ApiKey | undefined) =>
     Ref.modify(state, (s): [boolean, State] => {
@@ -78,13 +80,36 @@ export const make = Effect.gen(function*() {
         key.last_used_at === null || DateTime.lessThan(key.last_used_at, at)
           ? new ApiKey({ ...key, last_used_at: at })
           : undefined).pipe(Effect.asVoid),
-    createBroker: (input) =>
+    createBroker: ({ credentials, ...input }) =>
       Ref.modify(state, (s) => {
-        const broker = new BrokerConnection(input)
-        return [broker, { ...s, brokers: withEntry(s.brokers, broker.id, broker) }]
+        const broker = new BrokerConnection({ ...input, status: "active" })
+        return [broker, {
+          ...s,
+          brokers: withEntry(s.brokers, broker.id, broker),
+          credentials: withEntry(s.credentials, broker.id, credentials)
+        }]
       }),
     findBroker: (userId, id) =>
       Effect.map(Ref.get(state), (s) =>
-        Option.fromNullable(s.brokers.get(id)).pipe(Option.filter((b) => b.user_id === userId)))
+        Option.fromNullable(s.brokers.get(id)).pipe(Option.filter((b) => b.user_id === userId))),
+    findBrokerSecrets: (id) =>
+      Effect.map(Ref.get(state), (s) =>
+        Option.map(Option.fromNullable(s.brokers.get(id)), (broker) => ({
+          id: broker.id,
+          kind: broker.kind,
+          environment: broker.environment,
+          status: broker.status,
+          credentials: s.credentials.get(id) ?? null
+        }))),
+    markBrokerInvalid: (id) =>
+      Ref.update(state, (s) => {
+        const broker = s.brokers.get(id)
+        return broker === undefined
+          ? s
+          : { ...s, brokers: withEntry(s.brokers, id, new BrokerConnection({ ...broker, status: "invalid" })) }
+      }),
+    listActiveBrokers: (kind) =>
+      Effect.map(Ref.get(state), (s) =>
+        [...s.brokers.values()].filter((b) => b.kind === kind && b.status === "active").map((b) => b.id).sort())
   })
 })

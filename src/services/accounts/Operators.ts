@@ -1,12 +1,16 @@
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 import {
   allScopes,
   ApiKeyNotFound,
   type ApiKeyScope,
+  BrokerCredentialsInvalid,
+  type BrokerEnvironment,
   type BrokerKind,
   brokerKindMode,
+  BrokerUnreachable,
   type Tier,
   tierLimits,
   UserNotFound
@@ -14,13 +18,11 @@ import {
 import { apiKeyHint, hashApiKey } from "../../domain/ApiKeyFormat.js"
 import { ValidationError } from "../../domain/Errors.js"
 import { ApiKeyId, BrokerId, type Mode, UserId } from "../../domain/Ids.js"
+import { BrokerGateway } from "../brokers/BrokerGateway.js"
 import { CredentialsCipher } from "../CredentialsCipher.js"
 import { IdGenerator } from "../IdGenerator.js"
 import { AccountRepository } from "./AccountRepository.js"
 import { ApiKeyCache } from "./ApiKeyCache.js"
-
-
-const ALPACA_LIVE_URL = "https://api.alpaca.markets"
 
 /** The dashboard's use cases: users, API keys, broker connections. */
 export class Operators extends Effect.Service<Operators>()("Operators", {
@@ -29,6 +31,7 @@ export class Operators extends Effect.Service<Operators>()("Operators", {
     const ids = yield* IdGenerator
     const cipher = yield* CredentialsCipher
     const keyCache = yield* ApiKeyCache
+    const brokers = yield* BrokerGateway
 
     const requireUser = (id: UserId) =>
       Effect.filterOrFail(
@@ -82,14 +85,47 @@ export class Operators extends Effect.Service<Operators>()("Operators", {
       return { ...created, key }
     })
 
+    /**
+     * Alpaca credentials encrypted for storage, once Alpaca has accepted them in `environment`:
+     * refused, they are `BrokerCredentialsInvalid`; unchecked (Alpaca unreachable), `BrokerUnreachable`.
+     */
+    const checkedAlpaca = (environment: BrokerEnvironment, input: {
+      readonly api_key_id: string
+      readonly api_secret_key: string
+    }) =>
+      Effect.gen(function*() {
+        const credentials = yield* cipher.encrypt(
+          JSON.stringify({ api_key_id: input.api_key_id, api_secret_key: input.api_secret_key })
+        )
+        yield* brokers.verify("alpaca", environment, {
+          apiKeyId: input.api_key_id,
+          apiSecretKey: Redacted.make(input.api_secret_key)
+        }).pipe(Effect.catchTags({
+          BrokerCredentialsRefused: () => new BrokerCredentialsInvalid(),
+          BrokerUnavailable: (error) =>
+            Effect.zipRight(
+              Effect.logWarning("Alpaca could not verify new credentials").pipe(
+                Effect.annotateLogs({ environment, reason: error.detail })
+              ),
+              new BrokerUnreachable()
+            )
+        }))
+        return { environment, credentials }
+      })
+
+    /**
+     * Creates a connection. An Alpaca connection's credentials are checked with Alpaca (in the
+     * connection's environment, at the endpoint the deployment configures) before anything is
+     * stored, then stored encrypted; they are never returned. A mock connection calls nothing.
+     */
     const createBroker = Effect.fn("Operators.createBroker")(function*(userId: UserId, input: {
       readonly name: string
       readonly kind: BrokerKind
       readonly mode: Mode
+      readonly environment?: BrokerEnvironment | undefined
       readonly credentials?: {
         readonly api_key_id: string
         readonly api_secret_key: string
-        readonly base_url?: string | undefined
       } | undefined
     }) {
       const user = yield* requireUser(userId)
@@ -101,18 +137,23 @@ export class Operators extends Effect.Service<Operators>()("Operators", {
       if (input.kind === "mock" && input.credentials !== undefined) {
         return yield* new ValidationError({ detail: "credentials are not accepted for kind mock" })
       }
+      if (input.kind === "mock" && input.environment !== undefined) {
+        return yield* new ValidationError({ detail: "environment is not accepted for kind mock" })
+      }
       if (input.kind === "alpaca" && input.credentials === undefined) {
         return yield* new ValidationError({ detail: "credentials are required for kind alpaca" })
       }
-      const credentials = input.credentials === undefined
-        ? null
-        : yield* cipher.encrypt(JSON.stringify({ base_url: ALPACA_LIVE_URL, ...input.credentials }))
+      // Only an Alpaca connection gets this far with credentials.
+      const { credentials, environment } = input.credentials === undefined
+        ? { environment: null, credentials: null }
+        : yield* checkedAlpaca(input.environment ?? "paper", input.credentials)
       return yield* accounts.createBroker({
         id: BrokerId.make(yield* ids.uuid),
         user_id: user.id,
         name: input.name,
         kind: input.kind,
         mode: input.mode,
+        environment,
         credentials,
         created_at: yield* DateTime.now
       })

@@ -6,7 +6,16 @@ import * as Effect from "effect/Effect"
 import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { ApiKey, ApiKeyScope, BrokerConnection, BrokerKind, Tier, User } from "../../domain/Account.js"
+import {
+  ApiKey,
+  ApiKeyScope,
+  BrokerConnection,
+  BrokerEnvironment,
+  BrokerKind,
+  BrokerStatus,
+  Tier,
+  User
+} from "../../domain/Account.js"
 import { ApiKeyId, BrokerId, Mode, UserId } from "../../domain/Ids.js"
 import { API_KEYS_CHANNEL, KeyCreated } from "../../sql/Channels.js"
 import { orDie } from "../../sql/Defects.js"
@@ -62,6 +71,8 @@ const BrokerRow = Schema.Struct({
   name: Schema.String,
   kind: BrokerKind,
   mode: Mode,
+  environment: Schema.NullOr(BrokerEnvironment),
+  status: BrokerStatus,
   credentials: Schema.NullOr(Schema.String),
   created_at: Timestamp
 })
@@ -70,7 +81,7 @@ const BrokerRow = Schema.Struct({
 const BrokerView = BrokerRow.omit("credentials")
 
 const apiKeyColumns = "id, user_id, name, mode, scopes, key_hint, created_at, expires_at, last_used_at, revoked_at"
-const brokerColumns = "id, user_id, name, kind, mode, created_at"
+const brokerColumns = "id, user_id, name, kind, mode, environment, status, created_at"
 
 const toUser = (row: typeof UserRow.Type) => new User(row)
 const toApiKey = (row: typeof ApiKeyView.Type) => new ApiKey(row)
@@ -146,12 +157,28 @@ export const make = Effect.gen(function*() {
           WHERE id = ${id} AND (last_used_at IS NULL OR last_used_at < ${at})`
   })
   const insertBroker = SqlSchema.single({
-    Request: BrokerRow,
+    Request: BrokerRow.omit("status"),
     Result: BrokerView,
     execute: (b) =>
-      sql`INSERT INTO broker_connections (id, user_id, name, kind, mode, credentials, created_at)
-          VALUES (${b.id}, ${b.user_id}, ${b.name}, ${b.kind}, ${b.mode}, ${b.credentials}, ${b.created_at})
+      sql`INSERT INTO broker_connections (id, user_id, name, kind, mode, environment, credentials, created_at)
+          VALUES (${b.id}, ${b.user_id}, ${b.name}, ${b.kind}, ${b.mode}, ${b.environment}, ${b.credentials}, ${b.created_at})
           RETURNING ${sql.literal(brokerColumns)}`
+  })
+  const selectSecrets = SqlSchema.findOne({
+    Request: BrokerId,
+    Result: BrokerRow.pick("id", "kind", "environment", "status", "credentials"),
+    execute: (id) =>
+      sql`SELECT id, kind, environment, status, credentials FROM broker_connections WHERE id = ${id}`
+  })
+  const updateInvalid = SqlSchema.void({
+    Request: BrokerId,
+    execute: (id) => sql`UPDATE broker_connections SET status = 'invalid' WHERE id = ${id}`
+  })
+  const selectActive = SqlSchema.findAll({
+    Request: BrokerKind,
+    Result: BrokerRow.pick("id"),
+    execute: (kind) =>
+      sql`SELECT id FROM broker_connections WHERE kind = ${kind} AND status = 'active' ORDER BY id`
   })
   const selectBroker = SqlSchema.findOne({
     Request: BrokerRow.pick("user_id", "id"),
@@ -161,8 +188,9 @@ export const make = Effect.gen(function*() {
   })
 
   /**
-   * Broker connections found, by user and id: a connection is never updated or deleted, so one
-   * found stays true, and a creation needs no lookup (only the found ones are kept).
+   * Broker connections found, by user and id: a connection is never deleted, so one found stays
+   * found, and a creation needs no lookup (only the found ones are kept). Its status may be stale:
+   * routing reads the status afresh (`findBrokerSecrets`).
    */
   const brokers = new Map<string, BrokerConnection>()
 
@@ -224,6 +252,21 @@ export const make = Effect.gen(function*() {
         brokers.set(key, found.value)
       }
       return found
+    }, orDie),
+
+    findBrokerSecrets: Effect.fn("AccountRepository.findBrokerSecrets")(function*(id: BrokerId) {
+      return yield* selectSecrets(id)
+    }, orDie),
+
+    markBrokerInvalid: Effect.fn("AccountRepository.markBrokerInvalid")(function*(id: BrokerId) {
+      yield* updateInvalid(id)
+      for (const [key, known] of brokers) {
+        if (known.id === id) brokers.set(key, new BrokerConnection({ ...known, status: "invalid" }))
+      }
+    }, orDie),
+
+    listActiveBrokers: Effect.fn("AccountRepository.listActiveBrokers")(function*(kind: BrokerKind) {
+      return (yield* selectActive(kind)).map((row) => row.id)
     }, orDie)
   })
 })

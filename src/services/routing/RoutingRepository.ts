@@ -4,7 +4,7 @@ import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
-import type { IntentId, Mode, UserId } from "../../domain/Ids.js"
+import type { BrokerId, IntentId, Mode, UserId } from "../../domain/Ids.js"
 import type { IntentStatus, OrderSpec } from "../../domain/Intent.js"
 import type { JobKind, Transition } from "../../domain/Routing.js"
 import type { BrokerOrder, Connection } from "../brokers/BrokerGateway.js"
@@ -35,6 +35,15 @@ export interface RoutingContext {
   readonly clientOrderId: string
   readonly hasOrder: boolean
   readonly cancelRequested: boolean
+  /** The quantity the recorded fills add up to. */
+  readonly filled: number
+}
+
+/** An intent whose order may still change at the broker. */
+export interface OpenOrder {
+  readonly intentId: IntentId
+  readonly clientOrderId: string
+  readonly filled: number
 }
 
 /** The durable side of routing: jobs, orders, fills, transitions and their events. */
@@ -61,6 +70,8 @@ export class RoutingRepository extends Context.Tag("RoutingRepository")<RoutingR
    * claimed, or the broker, asked by client order id, holds none. With `done`, that job ends with it.
    */
   readonly cancelLocally: (intentId: IntentId, reason: string, done?: Job) => Effect.Effect<Transition>
+  /** The broker refused the order and holds none: `rejected` with its reason; with `done`, that job ends with it. */
+  readonly reject: (intentId: IntentId, reason: string, done?: Job) => Effect.Effect<Transition>
   /**
    * Done with a job, if this worker still holds it; if it was enqueued again meanwhile, it is
    * handed back to run again instead.
@@ -69,6 +80,15 @@ export class RoutingRepository extends Context.Tag("RoutingRepository")<RoutingR
   /** Releases a job (if this worker still holds it) to run again at `runAt`, or sooner if enqueued again meanwhile. */
   readonly reschedule: (job: Job, runAt: DateTime.Utc) => Effect.Effect<void>
   readonly enqueue: (intentId: IntentId, kind: JobKind, runAt: DateTime.Utc) => Effect.Effect<void>
+  /**
+   * Takes or renews the lease on a connection's update stream for `holder`: true while it holds
+   * it. Another holder gets it only once the lease has run out unrenewed.
+   */
+  readonly holdStream: (connectionId: BrokerId, holder: string, lease: Duration.Duration) => Effect.Effect<boolean>
+  /** Gives the lease up, if `holder` still holds it. */
+  readonly releaseStream: (connectionId: BrokerId, holder: string) => Effect.Effect<void>
+  /** The intents of a connection with an order still open, and the quantity recorded filled of each. */
+  readonly openOrders: (connectionId: BrokerId) => Effect.Effect<ReadonlyArray<OpenOrder>>
 }>() {
   // The implementations import this Tag as a type only, so the Layers may name them directly.
   /** On the `SqlClient` in context. */

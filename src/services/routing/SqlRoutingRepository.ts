@@ -8,10 +8,11 @@ import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { BrokerKind } from "../../domain/Account.js"
-import { IntentId, OrderId } from "../../domain/Ids.js"
+import { BrokerId, IntentId, OrderId } from "../../domain/Ids.js"
 import {
   applyFailure,
   applyLocalCancel,
+  applyRejection,
   applyOrderUpdate,
   clientOrderId,
   type JobKind,
@@ -50,14 +51,16 @@ const ContextRow = Schema.Struct({
   ...IntentContext.fields,
   kind: BrokerKind,
   cancel_requested: Schema.Boolean,
-  has_order: Schema.Boolean
+  has_order: Schema.Boolean,
+  filled: Schema.Number
 })
 
 /** What `ContextRow` decodes, as one JSON object, from `intents i` joined with `broker_connections b`. */
 const contextObject = `json_build_object(
   ${Tables.rowFields(IntentContext, Tables.Intents.types, "i")},
   'kind', b.kind, 'cancel_requested', i.cancel_requested_at IS NOT NULL,
-  'has_order', EXISTS (SELECT 1 FROM orders o WHERE o.intent_id = i.id))`
+  'has_order', EXISTS (SELECT 1 FROM orders o WHERE o.intent_id = i.id),
+  'filled', (SELECT coalesce(sum(f.quantity), 0) FROM orders o JOIN fills f ON f.order_id = o.id WHERE o.intent_id = i.id))`
 
 /** One claim of a job: what fences a worker that lost its lease, or whose job was enqueued again. */
 const JobClaim = Tables.RoutingJobs.row.pick("intent_id", "kind", "claims", "version")
@@ -69,6 +72,15 @@ const ClaimRow = Schema.Struct({ ...JobClaim.fields, context: Schema.NullOr(Cont
 const NewFill = Tables.Fills.row.omit("order_id")
 const fillColumns = Tables.columnsOf(Tables.Fills.row)
 const fillRecordset = Tables.recordsetTypes(NewFill, Tables.Fills.types)
+
+/**
+ * An order's status never goes back: words about it may arrive out of order (a stream event before
+ * the submission's answer), so a final status stays, and a partial fill is never undone by `new`.
+ */
+const NEXT_STATUS = `CASE
+  WHEN orders.status IN ('filled', 'canceled', 'expired', 'rejected') THEN orders.status
+  WHEN orders.status = 'partially_filled' AND EXCLUDED.status = 'new' THEN orders.status
+  ELSE EXCLUDED.status END`
 
 const toContext = (row: typeof ContextRow.Type): RoutingContext => ({
   intentId: row.id,
@@ -88,7 +100,8 @@ const toContext = (row: typeof ContextRow.Type): RoutingContext => ({
   connection: { id: row.broker_id, kind: row.kind },
   clientOrderId: clientOrderId(row.id),
   hasOrder: row.has_order,
-  cancelRequested: row.cancel_requested
+  cancelRequested: row.cancel_requested,
+  filled: row.filled
 })
 
 const claimOf = (job: Job): typeof JobClaim.Type => ({
@@ -168,6 +181,33 @@ export const make = Effect.gen(function*() {
           WHERE i.id = ${intentId}`
   })
 
+  const upsertStream = SqlSchema.findAll({
+    Request: Schema.Struct({ connection_id: BrokerId, holder: Schema.String, at: Timestamp, until: Timestamp }),
+    Result: Schema.Struct({ holder: Schema.String }),
+    execute: ({ at, connection_id, holder, until }) =>
+      sql`INSERT INTO broker_streams (connection_id, holder, lease_until) VALUES (${connection_id}, ${holder}, ${until})
+          ON CONFLICT (connection_id) DO UPDATE SET holder = EXCLUDED.holder, lease_until = EXCLUDED.lease_until
+          WHERE broker_streams.holder = EXCLUDED.holder OR broker_streams.lease_until < ${at}
+          RETURNING holder`
+  })
+
+  const deleteStream = SqlSchema.void({
+    Request: Schema.Struct({ connection_id: BrokerId, holder: Schema.String }),
+    execute: ({ connection_id, holder }) =>
+      sql`DELETE FROM broker_streams WHERE connection_id = ${connection_id} AND holder = ${holder}`
+  })
+
+  const selectOpenOrders = SqlSchema.findAll({
+    Request: BrokerId,
+    Result: Schema.Struct({ intent_id: IntentId, filled: Schema.Number }),
+    execute: (connectionId) =>
+      sql`SELECT i.id AS intent_id,
+            (SELECT coalesce(sum(f.quantity), 0) FROM fills f WHERE f.order_id = o.id)::float8 AS filled
+          FROM intents i JOIN orders o ON o.intent_id = i.id
+          WHERE i.broker_id = ${connectionId} AND i.status IN ('pending', 'partially_filled')
+          ORDER BY i.created_at`
+  })
+
   /** The order and its new fills: one statement. */
   const saveOrder = SqlSchema.void({
     Request: Schema.Struct({ order: Tables.Orders.row, fills: Schema.Array(NewFill) }),
@@ -177,8 +217,9 @@ export const make = Effect.gen(function*() {
           INSERT INTO orders ${sql.insert(order)}
           ON CONFLICT (client_order_id) DO UPDATE SET
             broker_order_id = EXCLUDED.broker_order_id,
-            status = EXCLUDED.status,
-            updated_at = CASE WHEN orders.status = EXCLUDED.status THEN orders.updated_at ELSE EXCLUDED.updated_at END
+            status = ${sql.literal(NEXT_STATUS)},
+            updated_at = CASE WHEN orders.status = ${sql.literal(NEXT_STATUS)} THEN orders.updated_at
+              ELSE EXCLUDED.updated_at END
           RETURNING id
         )
         INSERT INTO fills (${sql.literal(Tables.columnList(Tables.Fills.row))})
@@ -277,12 +318,34 @@ export const make = Effect.gen(function*() {
 
     cancelLocally: withoutOrder("RoutingRepository.cancelLocally", applyLocalCancel),
 
+    reject: withoutOrder("RoutingRepository.reject", applyRejection),
+
     finish: Effect.fn("RoutingRepository.finish")(function*(job: Job) {
       yield* finishClaim(claimOf(job))
     }, orDie),
 
     reschedule: Effect.fn("RoutingRepository.reschedule")(function*(job: Job, runAt: DateTime.Utc) {
       yield* rescheduleJob({ ...claimOf(job), run_at: runAt })
+    }, orDie),
+
+    holdStream: Effect.fn("RoutingRepository.holdStream")(
+      function*(connectionId: BrokerId, holder: string, duration: Duration.Duration) {
+        const { at, until } = yield* lease(duration)
+        return (yield* upsertStream({ connection_id: connectionId, holder, at, until })).length > 0
+      },
+      orDie
+    ),
+
+    releaseStream: Effect.fn("RoutingRepository.releaseStream")(function*(connectionId: BrokerId, holder: string) {
+      yield* deleteStream({ connection_id: connectionId, holder })
+    }, orDie),
+
+    openOrders: Effect.fn("RoutingRepository.openOrders")(function*(connectionId: BrokerId) {
+      return (yield* selectOpenOrders(connectionId)).map((row) => ({
+        intentId: row.intent_id,
+        clientOrderId: clientOrderId(row.intent_id),
+        filled: row.filled
+      }))
     }, orDie),
 
     enqueue: Effect.fn("RoutingRepository.enqueue")(function*(intentId: IntentId, kind: JobKind, runAt: DateTime.Utc) {
