@@ -6,6 +6,7 @@ import * as Effect from "effect/Effect"
 import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import { BrokerId } from "../../domain/Ids.js"
 import { type OrderSpec, OrderStatus, TimeInForce } from "../../domain/Intent.js"
 import { decide, REFERENCE_PRICE, statusAt } from "../../domain/MockExchange.js"
@@ -128,6 +129,11 @@ export const make = Effect.gen(function*() {
       if (order.status !== "new" && order.status !== "partially_filled") return Option.some(order)
       yield* cancelOrder({ client_order_id: clientOrderId, updated_at: now })
       return Option.map(yield* selectOrder(clientOrderId), (row) => toOrder(row, now))
-    }, orDie)
+    }, orDie),
+
+    // A mock connection has no credentials to check, and its orders change only when asked.
+    verify: () => Effect.void,
+    streaming: [],
+    updates: () => Stream.empty
   })
 })

@@ -3,12 +3,15 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import * as Clock from "effect/Clock"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as RateLimiter from "effect/RateLimiter"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
 import { BrokerTimeout, BrokerUnavailable } from "../../../domain/Broker.js"
 import type { OrderSpec } from "../../../domain/Intent.js"
 import type { BrokerOrder } from "../BrokerGateway.js"
@@ -51,7 +54,18 @@ export type CallError = AlpacaCredentialsRefused | BrokerTimeout | BrokerUnavail
 export interface Options {
   /** How long a call may take, answer included; 10 seconds unless set. */
   readonly timeout?: Duration.DurationInput | undefined
+  /** The pace of calls per account; `PACE` unless set (tests that place many orders raise it). */
+  readonly pace?: { readonly limit: number; readonly interval: Duration.DurationInput } | undefined
 }
+
+/**
+ * The pace of calls per Alpaca account (Alpaca allows 200 a minute): a bucket of 45 calls refilled
+ * at 135 a minute, so that no minute ever sees more than 180 calls from this process.
+ */
+export const PACE = { limit: 45, interval: "20 seconds" } as const
+
+/** How long to hold an account's calls after a 429 without a readable `Retry-After`. */
+const DEFAULT_RETRY_AFTER = Duration.seconds(1)
 
 /** The prefix of the client order ids the router gives Alpaca, followed by the intent's id. */
 export const CLIENT_ORDER_ID_PREFIX = "tir-"
@@ -75,6 +89,15 @@ export const orderBody = (clientOrderId: string, spec: OrderSpec) => ({
   client_order_id: clientOrderId
 })
 
+/**
+ * The execution id of a `FILL` activity: Alpaca's activity ids are `<timestamp>::<execution id>`,
+ * and the stream names the same execution by the part after `::`, so both record it once.
+ */
+export const executionId = (activityId: string): string => {
+  const at = activityId.lastIndexOf("::")
+  return at === -1 ? activityId : activityId.slice(at + 2)
+}
+
 /** Alpaca's order and its executions as the broker port's order. */
 export const toBrokerOrder = (
   order: AlpacaSchemas.Order,
@@ -83,9 +106,16 @@ export const toBrokerOrder = (
   brokerOrderId: order.id,
   clientOrderId: order.client_order_id,
   status: AlpacaSchemas.orderStatus(order),
+  reason: order.status === "rejected" ? "Rejected by Alpaca" : undefined,
   fills: fills
     .filter((fill) => fill.order_id === order.id)
-    .map((fill) => ({ id: fill.id, quantity: fill.qty, price: fill.price, filledAt: fill.transaction_time }))
+    .map((fill) => ({
+      id: executionId(fill.id),
+      quantity: fill.qty,
+      price: fill.price,
+      filledAt: fill.transaction_time
+    })),
+  filledQuantity: order.filled_qty
 })
 
 const ACTIVITY_PAGE_SIZE = 100
@@ -139,15 +169,43 @@ const decode = <A, I>(what: string, schema: Schema.Schema<A, I>) =>
     Effect.mapError(() => new BrokerTimeout({ detail: `${what}: Alpaca's answer could not be read` }))
   )
 
+/** The seconds of a `Retry-After` header, when it holds a number of them. */
+const retryAfter = (response: HttpClientResponse.HttpClientResponse): Duration.Duration => {
+  const seconds = Number(response.headers["retry-after"])
+  return Number.isFinite(seconds) && seconds > 0 ? Duration.seconds(Math.min(seconds, 60)) : DEFAULT_RETRY_AFTER
+}
+
 /**
  * Alpaca's Trading API v2 over `HttpClient`: each call is one request, never retried here (whether
- * to ask again is the caller's decision). Failures are typed: see `CallError`.
+ * to ask again is the caller's decision). Failures are typed: see `CallError`. Calls are paced per
+ * account, and a 429 holds that account's calls for its `Retry-After`.
  */
 export const make = (options: Options = {}) =>
   Effect.gen(function*() {
     // No trace context goes to Alpaca; the secret header never reaches a span.
     const client = HttpClient.withTracerPropagation(yield* HttpClient.HttpClient, false)
     const timeout = Duration.decode(options.timeout ?? "10 seconds")
+    const scope = yield* Effect.scope
+    const accounts = new Map<string, { readonly pace: RateLimiter.RateLimiter; heldUntil: number }>()
+
+    /** Waits for the account's turn: its pace, and the end of a hold a 429 asked for. */
+    const turn = (apiKeyId: string) =>
+      Effect.gen(function*() {
+        let account = accounts.get(apiKeyId)
+        if (account === undefined) {
+          account = { pace: yield* Scope.extend(RateLimiter.make(options.pace ?? PACE), scope), heldUntil: 0 }
+          accounts.set(apiKeyId, account)
+        }
+        const held = account.heldUntil - (yield* Clock.currentTimeMillis)
+        if (held > 0) yield* Effect.sleep(Duration.millis(held))
+        yield* account.pace(Effect.void)
+      })
+
+    const hold = (apiKeyId: string, response: HttpClientResponse.HttpClientResponse) =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        const account = accounts.get(apiKeyId)
+        if (account !== undefined) account.heldUntil = now + Duration.toMillis(retryAfter(response))
+      })
 
     const call = <A, E>(
       what: string,
@@ -155,7 +213,7 @@ export const make = (options: Options = {}) =>
       request: HttpClientRequest.HttpClientRequest,
       answer: (response: HttpClientResponse.HttpClientResponse) => Effect.Effect<A, E>
     ): Effect.Effect<A, E | CallError> =>
-      client.execute(
+      Effect.zipRight(turn(credentials.apiKeyId), client.execute(
         request.pipe(
           HttpClientRequest.prependUrl(credentials.baseUrl.replace(/\/+$/, "")),
           HttpClientRequest.setHeaders({
@@ -170,6 +228,7 @@ export const make = (options: Options = {}) =>
           ResponseError: (error) =>
             Effect.fail(new BrokerTimeout({ detail: `${what}: Alpaca's answer broke off (${error.reason})` }))
         }),
+        Effect.tap((response) => response.status === 429 ? hold(credentials.apiKeyId, response) : Effect.void),
         Effect.flatMap((response): Effect.Effect<A, E | CallError> =>
           response.status === 401
             ? Effect.flatMap(messageOf(response), (message) =>
@@ -181,7 +240,7 @@ export const make = (options: Options = {}) =>
           onTimeout: () => new BrokerTimeout({ detail: `${what}: Alpaca did not answer within ${Duration.format(timeout)}` })
         }),
         Effect.locallyWith(Headers.currentRedactedNames, (names) => [...names, "apca-api-secret-key"])
-      )
+      ))
 
     /** Verifies the credentials: 401 or 403 means they are refused. */
     const account = Effect.fn("AlpacaClient.account")(function*(credentials: Credentials) {

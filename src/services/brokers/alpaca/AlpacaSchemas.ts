@@ -1,8 +1,8 @@
 import * as Schema from "effect/Schema"
 import type { OrderStatus } from "../../../domain/Intent.js"
 
-/** A decimal as Alpaca sends it, a string, as a number. */
-const Decimal = Schema.NumberFromString
+/** A decimal as Alpaca sends it, mostly a string and in some payloads a JSON number, as a number. */
+const Decimal = Schema.Union(Schema.NumberFromString, Schema.Number)
 
 /** A decimal that may be absent or null. */
 const OptionalDecimal = Schema.optionalWith(Schema.NullOr(Decimal), { default: () => null })
@@ -29,6 +29,21 @@ export const Order = Schema.Struct({
   updated_at: Schema.DateTimeUtc
 })
 export type Order = typeof Order.Type
+
+/**
+ * One message of the `trade_updates` stream: an event (`new`, `fill`, `partial_fill`, `canceled`,
+ * `expired`, `rejected`, or one Alpaca adds later) and the order as it stands after it. Executions
+ * (`fill`, `partial_fill`) carry their `execution_id`, price and quantity; other fields are ignored.
+ */
+export const TradeUpdate = Schema.Struct({
+  event: Schema.String,
+  execution_id: Schema.optional(Schema.NullOr(Schema.String)),
+  price: Schema.optional(Schema.NullOr(Decimal)),
+  qty: Schema.optional(Schema.NullOr(Decimal)),
+  timestamp: Schema.optional(Schema.DateTimeUtc),
+  order: Order
+})
+export type TradeUpdate = typeof TradeUpdate.Type
 
 /** `GET /v2/account`, the fields read. */
 export const Account = Schema.Struct({
