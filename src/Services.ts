@@ -1,9 +1,12 @@
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { AccountRepository } from "./services/accounts/AccountRepository.js"
 import { ApiKeyCache } from "./services/accounts/ApiKeyCache.js"
 import { Operators } from "./services/accounts/Operators.js"
+import * as AlpacaConfig from "./services/brokers/alpaca/AlpacaConfig.js"
+import type { AlpacaOptions } from "./services/brokers/alpaca/AlpacaConfig.js"
 import { BrokerGateway } from "./services/brokers/BrokerGateway.js"
 import { CredentialsCipher } from "./services/CredentialsCipher.js"
 import { Health } from "./services/Health.js"
@@ -15,6 +18,7 @@ import { RoutingRepository } from "./services/routing/RoutingRepository.js"
 import { WebhookRepository } from "./services/webhooks/WebhookRepository.js"
 import { Webhooks } from "./services/webhooks/Webhooks.js"
 import { WebhookSigner } from "./services/webhooks/WebhookSigner.js"
+import * as BrokerStreams from "./workers/BrokerStreams.js"
 import * as RoutingWorker from "./workers/RoutingWorker.js"
 import * as WebhookWorker from "./workers/WebhookWorker.js"
 
@@ -26,6 +30,8 @@ export type RateLimitStore =
 
 export interface ServiceOptions {
   readonly credentialsKey: Option.Option<Redacted.Redacted<string>>
+  /** Alpaca's endpoints (`ALPACA_*`); Alpaca's own unless set. */
+  readonly alpaca?: AlpacaOptions | undefined
   /** Database unless set. */
   readonly rateLimits?: RateLimitStore | undefined
   /** Creations that may wait for the database before 503s; 1,000 unless set. */
@@ -48,33 +54,44 @@ const rateLimiter = (store: RateLimitStore | undefined) => {
 export const ports = (options: ServiceOptions) =>
   Layer.mergeAll(
     IntentRepository.layerSql({ creationQueue: options.creationQueue }),
-    AccountRepository.layerSql,
     RoutingRepository.layerSql,
     WebhookRepository.layerSql,
     WebhookSigner.layer,
-    BrokerGateway.layer,
+    BrokerGateway.layer({ alpaca: options.alpaca ?? AlpacaConfig.defaults }).pipe(
+      Layer.provide(NodeHttpClient.layerUndici)
+    ),
     rateLimiter(options.rateLimits),
-    Health.layerSql,
-    CredentialsCipher.layer(options.credentialsKey)
-  ).pipe(Layer.provideMerge(IdGenerator.layer))
+    Health.layerSql
+  ).pipe(
+    Layer.provideMerge(Layer.merge(AccountRepository.layerSql, CredentialsCipher.layer(options.credentialsKey))),
+    Layer.provideMerge(IdGenerator.layer)
+  )
 
-/** The ports in memory, for fast tests of everything above them: no database at all. */
+/**
+ * The ports in memory, for fast tests of everything above them: no database at all. The broker
+ * gateway reaches Alpaca as configured (creating an Alpaca connection verifies its credentials).
+ */
 export const portsInMemory = (options: ServiceOptions) =>
   Layer.mergeAll(
     IntentRepository.layerInMemory,
-    AccountRepository.layerInMemory,
     WebhookRepository.layerInMemory,
     WebhookSigner.layer,
+    BrokerGateway.layerInMemory({ alpaca: options.alpaca ?? AlpacaConfig.defaults }).pipe(
+      Layer.provide(NodeHttpClient.layerUndici)
+    ),
     RateLimiter.layerInMemory,
-    Health.layerInMemory,
-    IdGenerator.layer,
-    CredentialsCipher.layer(options.credentialsKey)
+    Health.layerInMemory
+  ).pipe(
+    Layer.provideMerge(Layer.merge(AccountRepository.layerInMemory, CredentialsCipher.layer(options.credentialsKey))),
+    Layer.provideMerge(IdGenerator.layer)
   )
 
 /** What the background work reads: routing's and webhook delivery's options. */
 export interface WorkerOptions {
   readonly routing: RoutingWorker.RoutingOptions
   readonly webhooks: WebhookWorker.WebhookOptions
+  /** The brokers' update streams; their defaults unless set. */
+  readonly streams?: BrokerStreams.StreamOptions | undefined
 }
 
 /** The use cases over the given ports: swap one port to test what sits above it. */
@@ -92,6 +109,10 @@ export const withPorts = <ROut, E, R>(ports: Layer.Layer<ROut, E, R>) =>
 export const layer = (options: ServiceOptions, workers?: WorkerOptions) =>
   (workers === undefined
     ? Layer.empty
-    : Layer.merge(RoutingWorker.layer(workers.routing), WebhookWorker.layer(workers.webhooks))).pipe(
+    : Layer.mergeAll(
+      RoutingWorker.layer(workers.routing),
+      WebhookWorker.layer(workers.webhooks),
+      BrokerStreams.layer(workers.streams)
+    )).pipe(
       Layer.provideMerge(withPorts(ports(options)))
     )

@@ -6,9 +6,11 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { AppConfig } from "./Config.js"
 import type * as Server from "./http/Server.js"
+import * as AlpacaConfig from "./services/brokers/alpaca/AlpacaConfig.js"
 import { IdGenerator } from "./services/IdGenerator.js"
 import * as Services from "./Services.js"
 import { DatabaseInfo } from "./sql/Database.js"
+import * as BrokerStreams from "./workers/BrokerStreams.js"
 import * as RoutingWorker from "./workers/RoutingWorker.js"
 import * as WebhookWorker from "./workers/WebhookWorker.js"
 
@@ -28,10 +30,12 @@ export const configuration: Effect.Effect<Configuration, ConfigError.ConfigError
   if (rateLimits._tag === "Off") yield* Effect.logWarning("RATE_LIMITS=off: no per-key limits are enforced")
   const routing = yield* RoutingWorker.config
   const webhooks = yield* WebhookWorker.config
+  const alpaca = yield* AlpacaConfig.config
+  const streams = yield* BrokerStreams.config
   return {
     http: { adminToken, authFailuresPerMinute },
-    services: { credentialsKey, rateLimits },
-    workers: { routing, webhooks }
+    services: { credentialsKey, rateLimits, alpaca },
+    workers: { routing, webhooks, streams }
   }
 })
 

@@ -7,8 +7,9 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
-import { endOfDay, isFinal } from "../domain/Routing.js"
-import { BrokerGateway, type BrokerOrder } from "../services/brokers/BrokerGateway.js"
+import { CANCELED_BY_CLIENT, endOfDay, isFinal } from "../domain/Routing.js"
+import { CREDENTIALS_REFUSED_REASON } from "../domain/Broker.js"
+import { type BrokerError, BrokerGateway, type BrokerOrder } from "../services/brokers/BrokerGateway.js"
 import { ROUTING_CHANNEL } from "../sql/Channels.js"
 import { type Job, type RoutingContext, RoutingRepository } from "../services/routing/RoutingRepository.js"
 import * as JobLoop from "./JobLoop.js"
@@ -25,9 +26,15 @@ export interface RoutingOptions {
   readonly lease?: Duration.DurationInput | undefined
 }
 
-const CANCELED_BY_CLIENT = "Canceled by the client"
 
 const isResting = (order: BrokerOrder) => order.status === "new" || order.status === "partially_filled"
+
+/** How long after a cancel request an order still open is asked for again. */
+const CANCEL_CHECK = Duration.seconds(2)
+
+/** Errors worth asking again about: the broker was not reached, or the outcome is unknown. */
+const isTransient = (error: { readonly _tag: string }) =>
+  error._tag === "BrokerUnavailable" || error._tag === "BrokerTimeout"
 
 export const make = (options: RoutingOptions) =>
   Effect.gen(function*() {
@@ -36,9 +43,11 @@ export const make = (options: RoutingOptions) =>
     const concurrency = options.concurrency ?? 32
     const pollInterval = Duration.decode(options.pollInterval ?? "1 second")
     const [first, ...rest] = options.retryDelays
-    const retry: Schedule.Schedule<unknown> = first === undefined
+    const schedule: Schedule.Schedule<unknown> = first === undefined
       ? Schedule.stop
       : Schedule.fromDelays(first, ...rest).pipe(Schedule.jittered)
+    /** Retries a broker call on the schedule while its failures are transient. */
+    const retry = { schedule, while: isTransient }
     const lease = Duration.decode(options.lease ?? "15 seconds")
     const later = (delay: Duration.Duration) => Effect.map(DateTime.now, DateTime.addDuration(delay))
     const lastDelay = options.retryDelays.at(-1) ?? Duration.seconds(5)
@@ -85,7 +94,7 @@ export const make = (options: RoutingOptions) =>
         const found = yield* Effect.either(
           Effect.retry(broker.lookup(context.connection, context.clientOrderId), retry)
         )
-        if (Either.isLeft(found)) return yield* repository.reschedule(job, yield* later(lastDelay))
+        if (Either.isLeft(found)) return yield* unanswered(context, job, found.left)
         if (Option.isNone(found.right)) {
           return yield* Effect.asVoid(repository.cancelLocally(context.intentId, reason, job))
         }
@@ -102,16 +111,30 @@ export const make = (options: RoutingOptions) =>
         yield* repository.finish(job)
       })
 
+    /**
+     * A broker call that got no usable answer: refused credentials fail the intent (the broker
+     * acts on nothing until they are replaced); otherwise the job is asked again later.
+     */
+    const unanswered = (context: RoutingContext, job: Job, error: BrokerError) =>
+      error._tag === "BrokerCredentialsRefused"
+        ? Effect.asVoid(repository.fail(context.intentId, CREDENTIALS_REFUSED_REASON, job))
+        : Effect.flatMap(later(lastDelay), (runAt) => repository.reschedule(job, runAt))
+
     const submit = (context: RoutingContext, job: Job) =>
       Effect.gen(function*() {
         if (context.cancelRequested && !context.hasOrder) return yield* cancelBeforeOrder(context, job)
         const { certain, result } = yield* place(context, job)
         if (Either.isRight(result)) return yield* recorded(context, job, result.right)
+        const error = result.left
+        if (error._tag === "BrokerRejected") {
+          return yield* Effect.asVoid(repository.reject(context.intentId, error.reason, job))
+        }
+        if (error._tag === "BrokerCredentialsRefused") return yield* unanswered(context, job, error)
         if (certain) {
           const attempts = options.retryDelays.length + 1
           return yield* Effect.asVoid(repository.fail(
             context.intentId,
-            `Broker unreachable after ${attempts} attempt${attempts === 1 ? "" : "s"}: ${result.left.detail}`,
+            `Broker unreachable after ${attempts} attempt${attempts === 1 ? "" : "s"}: ${error.detail}`,
             job
           ))
         }
@@ -129,18 +152,20 @@ export const make = (options: RoutingOptions) =>
         const result = yield* Effect.either(
           Effect.retry(broker.cancel(context.connection, context.clientOrderId), retry)
         )
-        if (Either.isLeft(result)) return yield* repository.reschedule(job, yield* later(lastDelay))
+        if (Either.isLeft(result)) return yield* unanswered(context, job, result.left)
         if (Option.isSome(result.right)) {
           const order = result.right.value
           yield* repository.record(context.intentId, { ...order, reason: order.reason ?? CANCELED_BY_CLIENT })
+          // A broker that cancels asynchronously answers the order still open: ask again shortly.
+          if (isResting(order)) yield* repository.enqueue(context.intentId, "sync", yield* later(CANCEL_CHECK))
         }
         yield* repository.finish(job)
       })
 
     const sync = (context: RoutingContext, job: Job) =>
       Effect.gen(function*() {
-        const found = yield* Effect.either(broker.lookup(context.connection, context.clientOrderId))
-        if (Either.isLeft(found)) return yield* repository.reschedule(job, yield* later(lastDelay))
+        const found = yield* Effect.either(broker.lookup(context.connection, context.clientOrderId, context.filled))
+        if (Either.isLeft(found)) return yield* unanswered(context, job, found.left)
         if (Option.isSome(found.right)) {
           const order = found.right.value
           yield* repository.record(context.intentId, order)

@@ -1,0 +1,154 @@
+import * as Config from "effect/Config"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as FiberMap from "effect/FiberMap"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
+import { IntentId } from "../domain/Ids.js"
+import { CANCELED_BY_CLIENT, isFinal } from "../domain/Routing.js"
+import { AccountRepository } from "../services/accounts/AccountRepository.js"
+import { BrokerGateway, type BrokerOrder, type Connection } from "../services/brokers/BrokerGateway.js"
+import { IdGenerator } from "../services/IdGenerator.js"
+import { RoutingRepository } from "../services/routing/RoutingRepository.js"
+import { delays } from "./RetryConfig.js"
+
+export interface StreamOptions {
+  /** How often the orders still open are asked for, stream or no stream; 30 seconds unless set. */
+  readonly reconcileInterval?: Duration.DurationInput | undefined
+  /** How long a stream's lease holds unrenewed: another instance takes the stream over after it. 15 seconds unless set. */
+  readonly lease?: Duration.DurationInput | undefined
+}
+
+const EPSILON = 1e-9
+const PREFIX = "tir-"
+
+/** The intent an order belongs to, from the client order id routing gave it; none for other orders. */
+const intentOf = (clientOrderId: string): Option.Option<IntentId> =>
+  clientOrderId.startsWith(PREFIX)
+    ? Option.liftPredicate(clientOrderId.slice(PREFIX.length), (id) => /^[0-9a-f-]{36}$/.test(id)).pipe(
+      Option.map(IntentId.make)
+    )
+    : Option.none()
+
+/**
+ * The update streams of the brokers that push them (Alpaca's `trade_updates`). Every active
+ * connection of such a broker has one stream across all instances: a lease row decides which
+ * instance holds it, renewed every third of its length; when the holder dies, another takes over
+ * once the lease runs out. The holder records each update through the one transition function,
+ * and reconciles the connection's open orders on every (re)connect and every `reconcileInterval`,
+ * so that fills the stream dropped are found by asking the broker.
+ */
+export const make = (options: StreamOptions = {}) =>
+  Effect.gen(function*() {
+    const repository = yield* RoutingRepository
+    const accounts = yield* AccountRepository
+    const broker = yield* BrokerGateway
+    const holder = yield* (yield* IdGenerator).uuid
+    const reconcileInterval = Duration.decode(options.reconcileInterval ?? "30 seconds")
+    const lease = Duration.decode(options.lease ?? "15 seconds")
+    const streams = yield* FiberMap.make<Connection["id"]>()
+    const held = new Set<Connection["id"]>()
+
+    /** Records one word of the broker about an order, then asks for the executions it shows were missed. */
+    const apply = (connection: Connection, order: BrokerOrder) =>
+      Effect.gen(function*() {
+        const intentId = intentOf(order.clientOrderId)
+        if (Option.isNone(intentId)) return
+        const context = yield* repository.context(intentId.value)
+        // Only an intent routed through this very connection: an order's id names no one else's intent.
+        if (Option.isNone(context) || context.value.connection.id !== connection.id) return
+        if (isFinal(context.value.status)) return
+        const reason = order.status === "canceled" && context.value.cancelRequested ? CANCELED_BY_CLIENT : order.reason
+        const transition = yield* repository.record(intentId.value, { ...order, reason })
+        if (isFinal(transition.status) || order.filledQuantity === undefined) return
+        if (order.filledQuantity > transition.filled + EPSILON) {
+          yield* reconcileOne(connection, { intentId: intentId.value, clientOrderId: order.clientOrderId, filled: transition.filled })
+        }
+      })
+
+    const reconcileOne = (
+      connection: Connection,
+      open: { readonly intentId: IntentId; readonly clientOrderId: string; readonly filled: number }
+    ) =>
+      broker.lookup(connection, open.clientOrderId, open.filled).pipe(
+        Effect.flatMap(Option.match({
+          onNone: () => Effect.void,
+          onSome: (order) => Effect.asVoid(repository.record(open.intentId, order))
+        })),
+        Effect.catchTags({
+          BrokerTimeout: (error) => Effect.logWarning("reconciliation deferred", error.detail),
+          BrokerUnavailable: (error) => Effect.logWarning("reconciliation deferred", error.detail)
+        }),
+        Effect.annotateLogs({ intent_id: open.intentId })
+      )
+
+    /** Asks the broker for every order of the connection still open. */
+    const reconcile = (connection: Connection) =>
+      Effect.flatMap(repository.openOrders(connection.id), (open) =>
+        Effect.forEach(open, (one) => reconcileOne(connection, one), { discard: true }))
+
+    const follow = (connection: Connection) =>
+      Effect.gen(function*() {
+        yield* Effect.logInfo("following the broker's updates")
+        yield* reconcile(connection).pipe(
+          Effect.delay(reconcileInterval),
+          Effect.repeat(Schedule.spaced(reconcileInterval)),
+          Effect.forkScoped
+        )
+        yield* broker.updates(connection).pipe(
+          Stream.runForEach((update) =>
+            update._tag === "Connected" ? reconcile(connection) : apply(connection, update.order)
+          )
+        )
+      }).pipe(
+        Effect.scoped,
+        Effect.catchTag("BrokerCredentialsRefused", () =>
+          Effect.logWarning("the broker refused the connection's credentials; its stream stops")),
+        Effect.annotateLogs({ broker_id: connection.id, kind: connection.kind })
+      )
+
+    /** One round: take or renew each lease, start the streams this instance holds, stop the others. */
+    const round = Effect.gen(function*() {
+      const active = new Map<Connection["id"], Connection>()
+      for (const kind of broker.streaming) {
+        for (const id of yield* accounts.listActiveBrokers(kind)) active.set(id, { id, kind })
+      }
+      for (const id of [...held]) {
+        if (!active.has(id)) {
+          yield* FiberMap.remove(streams, id)
+          yield* repository.releaseStream(id, holder)
+          held.delete(id)
+        }
+      }
+      for (const connection of active.values()) {
+        if (yield* repository.holdStream(connection.id, holder, lease)) {
+          held.add(connection.id)
+          yield* FiberMap.run(streams, connection.id, follow(connection), { onlyIfMissing: true })
+        } else if (held.delete(connection.id)) {
+          yield* FiberMap.remove(streams, connection.id)
+        }
+      }
+    }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("stream leases not renewed", cause)))
+
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function*() {
+        yield* FiberMap.clear(streams)
+        yield* Effect.forEach(held, (id) => repository.releaseStream(id, holder), { discard: true })
+      }).pipe(Effect.ignoreLogged)
+    )
+    yield* round.pipe(
+      Effect.repeat(Schedule.spaced(Duration.divide(lease, 3).pipe(Option.getOrElse(() => Duration.seconds(5))))),
+      Effect.forkScoped
+    )
+  }).pipe(Effect.annotateLogs({ service: "broker-streams" }))
+
+/** The streams, followed for as long as the Layer is in use. */
+export const layer = (options: StreamOptions = {}) => Layer.scopedDiscard(make(options))
+
+/** `ALPACA_RECONCILE_INTERVAL` (default `30s`) and `BROKER_STREAM_LEASE` (default `15s`). */
+export const config = Config.all({
+  reconcileInterval: Config.map(delays("ALPACA_RECONCILE_INTERVAL", "30s"), (d) => d[0] ?? Duration.seconds(30)),
+  lease: Config.map(delays("BROKER_STREAM_LEASE", "15s"), (d) => d[0] ?? Duration.seconds(15))
+})
