@@ -28,7 +28,7 @@ const usage = `Usage: npm run admin -- <command> [flags]
   list-keys      --user USER_ID
   revoke-key     --key KEY_ID
   create-broker  --user USER_ID --name NAME --kind mock|alpaca --mode test|live
-                 [--api-key-id ID --api-secret-key SECRET [--base-url URL]]
+                 [--api-key-id ID --api-secret-key SECRET [--environment paper|live]]
   create-webhook --user USER_ID --url URL --mode test|live [--events intent.created,intent.filled,...]
   list-webhooks  --user USER_ID
   delete-webhook --endpoint ENDPOINT_ID
@@ -52,7 +52,7 @@ const parse = () => parseArgs({
     kind: { type: "string" },
     "api-key-id": { type: "string" },
     "api-secret-key": { type: "string" },
-    "base-url": { type: "string" },
+    environment: { type: "string" },
     url: { type: "string" },
     events: { type: "string" },
     endpoint: { type: "string" },
@@ -131,10 +131,10 @@ const main = Effect.gen(function*() {
             name: values.name,
             kind: values.kind,
             mode: values.mode,
+            environment: values.environment,
             credentials: values["api-key-id"] === undefined ? undefined : {
               api_key_id: values["api-key-id"],
-              api_secret_key: values["api-secret-key"],
-              base_url: values["base-url"]
+              api_secret_key: values["api-secret-key"]
             }
           })
         })

@@ -3,11 +3,13 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { MAX_INT4, rule } from "../domain/Errors.js"
-import { ApiKey, ApiKeyScope, BrokerKind, Tier, User } from "../domain/Account.js"
+import { ApiKey, ApiKeyScope, BrokerEnvironment, BrokerKind, BrokerStatus, Tier, User } from "../domain/Account.js"
 import { ApiKeyId, BrokerId, DeliveryId, Mode, UserId, WebhookEndpointId } from "../domain/Ids.js"
 import { Delivery, EventType, WebhookEndpoint } from "../domain/Webhook.js"
 import {
   ApiKeyNotFoundResponse,
+  BrokerCredentialsInvalidResponse,
+  BrokerUnreachableResponse,
   DeliveryNotFoundResponse,
   pathId,
   UnprocessableResponse,
@@ -55,24 +57,40 @@ export class CreatedApiKey extends Schema.Class<CreatedApiKey>("CreatedApiKey")(
   key: Schema.String
 }) {}
 
+/**
+ * An Alpaca key pair: exactly these two fields (where Alpaca is reached is the deployment's
+ * setting). A 400 names the field at fault, an unknown one included; anything but an object is
+ * refused as a whole.
+ */
 export const AlpacaCredentials = Schema.Struct({
-  api_key_id: Schema.String.pipe(Schema.minLength(1)),
-  api_secret_key: Schema.String.pipe(Schema.minLength(1)),
-  base_url: Schema.optional(Schema.String)
-}).annotations({ ...strict, ...rule("must be {api_key_id, api_secret_key, base_url?}") })
+  api_key_id: Schema.String.pipe(Schema.minLength(1)).annotations(rule("must be a non-empty string")),
+  api_secret_key: Schema.String.pipe(Schema.minLength(1)).annotations(rule("must be a non-empty string"))
+}).annotations({
+  ...strict,
+  message: () => ({ message: "must be {api_key_id, api_secret_key}", override: false })
+})
 
+/**
+ * A broker connection to create: `mock` in test mode without credentials or environment, `alpaca`
+ * in live mode with its credentials, in the `paper` environment unless `environment` says `live`.
+ */
 export const CreateBrokerPayload = Schema.Struct({
   name: Name,
   kind: BrokerKind.annotations(rule("must be one of: mock, alpaca")),
   mode: Mode.annotations(rule("must be one of: test, live")),
+  environment: Schema.optional(BrokerEnvironment.annotations(rule("must be one of: paper, live"))),
   credentials: Schema.optional(AlpacaCredentials)
 }).annotations(strict)
 
+/** A connection as the operator sees it: never its credentials. */
 export class BrokerView extends Schema.Class<BrokerView>("BrokerView")({
   id: BrokerId,
   name: Schema.String,
   kind: BrokerKind,
   mode: Mode,
+  /** Null for the mock broker. */
+  environment: Schema.NullOr(BrokerEnvironment),
+  status: BrokerStatus,
   created_at: Schema.DateTimeUtc
 }) {}
 
@@ -149,6 +167,8 @@ export class AdminApi extends HttpApiGroup.make("admin")
       .addSuccess(BrokerView, { status: 201 })
       .addError(UserNotFoundResponse)
       .addError(UnprocessableResponse)
+      .addError(BrokerCredentialsInvalidResponse)
+      .addError(BrokerUnreachableResponse)
   )
   .add(
     HttpApiEndpoint.post("createWebhookEndpoint", "/users/:user_id/webhook-endpoints")

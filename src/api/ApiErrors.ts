@@ -3,7 +3,13 @@ import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { ApiKeyNotFound, BrokerNotFound, UserNotFound } from "../domain/Account.js"
+import {
+  ApiKeyNotFound,
+  BrokerCredentialsInvalid,
+  BrokerNotFound,
+  BrokerUnreachable,
+  UserNotFound
+} from "../domain/Account.js"
 import { Forbidden, QuotaExceeded, RateLimited, Unauthorized } from "../domain/Auth.js"
 import type { WireError } from "../domain/Errors.js"
 import { InternalError, Unavailable, Unprocessable, ValidationError, WireErrors } from "../domain/Errors.js"
@@ -59,6 +65,8 @@ export const WebhookEndpointDisabledResponse = wire(WebhookEndpointDisabled)
 export const DuplicateIntentResponse = wire(DuplicateIntent)
 export const IntentNotCancelableResponse = wire(IntentNotCancelable)
 export const UnprocessableResponse = wire(Unprocessable)
+export const BrokerCredentialsInvalidResponse = wire(BrokerCredentialsInvalid)
+export const BrokerUnreachableResponse = wire(BrokerUnreachable)
 export const RateLimitedResponse = wire(RateLimited, { retry_after: Schema.Int })
 export const QuotaExceededResponse = wire(QuotaExceeded, { retry_after: Schema.Int })
 export const InternalErrorResponse = wire(InternalError)
