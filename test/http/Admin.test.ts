@@ -1,6 +1,7 @@
 import { describe, expect, layer } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { CreatedApiKey } from "../../src/api/AdminApi.js"
+import { fakeAlpacaCredentials } from "../support/Harness.js"
 import { admin, marketOrder, operator, signUp } from "../support/Scenario.js"
 import { bodyOf, keysOf, send, WithId } from "../support/TestServer.js"
 import { servers } from "./Backends.js"
@@ -93,15 +94,16 @@ for (const [name, server] of servers) {
           const { userId } = yield* signUp()
           const mock = yield* admin("POST", `/users/${userId}/brokers`, { name: "M", kind: "mock", mode: "test" })
           expect(mock.status).toBe(201)
-          expect(keysOf(mock)).toEqual(["created_at", "id", "kind", "mode", "name"])
+          expect(keysOf(mock)).toEqual(["created_at", "environment", "id", "kind", "mode", "name", "status"])
+          expect(mock.body).toMatchObject({ kind: "mock", mode: "test", environment: null, status: "active" })
           const alpaca = yield* admin("POST", `/users/${userId}/brokers`, {
             name: "A",
             kind: "alpaca",
             mode: "live",
-            credentials: { api_key_id: "AKID", api_secret_key: "s3cret-value" }
+            credentials: fakeAlpacaCredentials
           })
           expect(alpaca.status).toBe(201)
-          expect(alpaca.text).not.toContain("s3cret-value")
+          expect(alpaca.text).not.toContain(fakeAlpacaCredentials.api_secret_key)
           const cases: ReadonlyArray<readonly [Record<string, unknown>, string]> = [
             [{ name: "M", kind: "mock", mode: "live" }, "kind mock is only available in test mode"],
             [{ name: "A", kind: "alpaca", mode: "test", credentials: { api_key_id: "a", api_secret_key: "b" } },
@@ -109,6 +111,7 @@ for (const [name, server] of servers) {
             [{ name: "A", kind: "alpaca", mode: "live" }, "credentials are required for kind alpaca"],
             [{ name: "M", kind: "mock", mode: "test", credentials: { api_key_id: "a", api_secret_key: "b" } },
               "credentials are not accepted for kind mock"],
+            [{ name: "M", kind: "mock", mode: "test", environment: "paper" }, "environment is not accepted for kind mock"],
             [{ name: "M", kind: "ib", mode: "test" }, "kind must be one of: mock, alpaca"]
           ]
           for (const [body, detail] of cases) {

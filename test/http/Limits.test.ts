@@ -129,8 +129,11 @@ const throttled = <E, R>(database: Layer.Layer<SqlClient.SqlClient | Database.No
     Effect.map(RateLimiter, (limiter) =>
       RateLimiter.of({ consume: (bucket, limit) => Effect.zipRight(Effect.sync(() => counts.limited++), limiter.consume(bucket, limit)) }))
   ).pipe(Layer.provide(RateLimiter.layerSql))
-  const ports = Layer.merge(Services.ports(options), Layer.merge(accounts, limiter))
-  return [counts, TestServer.serve(Services.withPorts(ports).pipe(Layer.provideMerge(database)), options)] as const
+  const server = TestServer.withFakeAlpacas((alpaca) => {
+    const ports = Layer.merge(Services.ports({ ...options, alpaca }), Layer.merge(accounts, limiter))
+    return TestServer.serve(Services.withPorts(ports).pipe(Layer.provideMerge(database)), options)
+  })
+  return [counts, server] as const
 }
 
 const throttledServers = [

@@ -76,10 +76,12 @@ const failingReads = Layer.effect(
   }))
 )
 
-const brokenServer = TestServer.serve(
-  Services.withPorts(
-    // The later Layer of a merge wins: the failing repository replaces the in-memory one.
-    Layer.merge(Services.portsInMemory(TestServer.options), failingReads)
+const brokenServer = TestServer.withFakeAlpacas((alpaca) =>
+  TestServer.serve(
+    Services.withPorts(
+      // The later Layer of a merge wins: the failing repository replaces the in-memory one.
+      Layer.merge(Services.portsInMemory({ ...TestServer.options, alpaca }), failingReads)
+    )
   )
 )
 

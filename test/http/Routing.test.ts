@@ -4,7 +4,7 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { type CreateIntentPayload, TradeIntent } from "../../src/domain/Intent.js"
 import { create, order, signUp } from "../support/Scenario.js"
-import { send } from "../support/TestServer.js"
+import { FakeAlpacas, send } from "../support/TestServer.js"
 import { waitFor } from "../support/Waiting.js"
 import { servers } from "./Backends.js"
 
@@ -114,14 +114,6 @@ for (const [name, server] of servers) {
           expect(intent.orders).toEqual([])
         }))
 
-      it.effect("live keys route to their live connection: Alpaca is not reachable in this version", () =>
-        Effect.gen(function*() {
-          const { alpacaId, liveKey } = yield* signUp()
-          const created = yield* create(liveKey, order(alpacaId))
-          const intent = yield* waitFor(liveKey, created.id, final)
-          expect(intent.status).toBe("failed")
-          expect(intent.status_reason).toContain("Routing to Alpaca is not available in this version")
-        }))
     })
 
     describe("cancel", () => {
@@ -204,5 +196,22 @@ for (const [name, server] of servers) {
           expect(jobs).toHaveLength(0)
         }))
     })
+  })
+}
+
+// A server of its own: its fake Alpaca stops answering for good.
+for (const [name, server] of servers) {
+  layer(server, { timeout: 60_000, excludeTestServices: true })(`routing to an Alpaca gone away on ${name}`, (it) => {
+    it.effect("live keys route to their Alpaca connection: Alpaca unreachable fails the intent after the retries", () =>
+      Effect.gen(function*() {
+        const { alpacaId, liveKey } = yield* signUp()
+        const { paper } = yield* FakeAlpacas
+        yield* Effect.promise(() => paper.stop())
+        const created = yield* create(liveKey, order(alpacaId))
+        const intent = yield* waitFor(liveKey, created.id, final)
+        expect(intent.status).toBe("failed")
+        expect(intent.status_reason).toMatch(/^Broker unreachable after 4 attempts: POST \/v2\/orders: Alpaca unreachable/)
+        expect(intent.orders).toEqual([])
+      }))
   })
 }

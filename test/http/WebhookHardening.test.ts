@@ -44,9 +44,9 @@ const resolve: PublicAddress.Resolve = (host) => {
  * so that a black hole's attempts outlast any test, however slow the machine.
  */
 const service = <E, R>(database: Layer.Layer<SqlClient.SqlClient | Database.Notifications, E, R>) =>
-  Server.layer(TestServer.options).pipe(
+  TestServer.withFakeAlpacas((alpaca) => Server.layer(TestServer.options).pipe(
     Layer.provideMerge(
-      Services.layer(TestServer.options, {
+      Services.layer({ ...TestServer.options, alpaca }, {
         routing: TestServer.routing,
         webhooks: {
           ...TestServer.webhooks,
@@ -59,7 +59,7 @@ const service = <E, R>(database: Layer.Layer<SqlClient.SqlClient | Database.Noti
     Layer.provideMerge(NodeHttpServer.layerTest),
     Layer.provide(Logger.replace(Logger.defaultLogger, Logger.map(Logger.logfmtLogger, (line) => void logLines.push(line)))),
     Layer.provide(Logger.minimumLogLevel(LogLevel.Info))
-  )
+  ))
 
 const backends = [
   ["PGlite", service(Database.migrated(Database.pglite(undefined)))],
@@ -262,8 +262,11 @@ for (const [name, backend] of backends) {
         yield* sql`UPDATE webhook_endpoints SET url = ${`http://127.0.0.1:${port}/hooks`} WHERE id = ${literal.id}`
         yield* sql`UPDATE webhook_endpoints SET url = ${`http://local.test:${port}/hooks`} WHERE id = ${local.id}`
 
-        const created = yield* create(liveKey, order(alpacaId))
-        yield* waitFor(liveKey, created.id, (i) => i.status === "failed")
+        // Alpaca refuses the order: two events (created, rejected) for each endpoint.
+        const { paper } = yield* TestServer.FakeAlpacas
+        paper.setBehaviour("reject", "RJCT")
+        const created = yield* create(liveKey, order(alpacaId, { symbol: "RJCT" }))
+        yield* waitFor(liveKey, created.id, (i) => i.status === "rejected")
         yield* until(() => answered >= 1)
         const refused = yield* deliveriesWhen(literal.id, (items) => items.length === 2 && items.every((d) => d.status === "failed"))
         for (const attempt of refused.flatMap((d) => d.history)) expect(attempt.error).toMatch(/127\.0\.0\.1 is not a public address/)

@@ -155,7 +155,7 @@ for (const [name, server] of servers) {
           const ada = yield* routedTo()
           const bob = yield* routedTo()
           const liveId = (yield* create(ada.liveKey, order(ada.alpacaId))).id
-          yield* waitFor(ada.liveKey, liveId, (i) => i.status === "failed")
+          yield* waitFor(ada.liveKey, liveId, (i) => ["filled", "canceled", "rejected", "failed"].includes(i.status))
           yield* waitFor(ada.testKey, ada.intentId, (i) => i.status === "filled")
           yield* waitFor(bob.testKey, bob.intentId, (i) => i.status === "filled")
           yield* until(() => ada.hooks.received.length >= 2 && bob.hooks.received.length >= 2)

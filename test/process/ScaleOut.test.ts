@@ -2,19 +2,27 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as Crypto from "node:crypto"
+import * as FakeAlpaca from "../../src/services/brokers/alpaca/FakeAlpaca.js"
+import { alpacaEnv, fakeAlpacaCredentials } from "../support/Harness.js"
 import * as Postgres from "../support/Postgres.js"
 import { call, createIntent, eventually, psql, signUpOver, start, type Started, stop } from "../support/Process.js"
 import { awayFromMinuteEdge } from "../support/RateWindow.js"
 import { isGenuine, type Receiver, receiver } from "../support/Receiver.js"
 
-/** A fresh PostgreSQL database and two local receivers answering 200, all gone afterwards. */
-const withDatabaseAndReceivers = (body: (url: string, receivers: readonly [Receiver, Receiver]) => Promise<void>) =>
+/**
+ * A fresh PostgreSQL database, two local receivers answering 200 and a fake Alpaca (its variables
+ * to start the instances with), all gone afterwards.
+ */
+const withDatabaseAndReceivers = (
+  body: (url: string, receivers: readonly [Receiver, Receiver], alpaca: Record<string, string>) => Promise<void>
+) =>
   Effect.runPromise(
     Effect.scoped(
       Effect.gen(function*() {
         const { url } = yield* Postgres.freshDatabaseUrl
         const receivers = [yield* receiver(), yield* receiver()] as const
-        yield* Effect.promise(() => body(url, receivers))
+        const alpaca = alpacaEnv(yield* FakeAlpaca.make())
+        yield* Effect.promise(() => body(url, receivers, alpaca))
       })
     )
   )
@@ -22,12 +30,12 @@ const withDatabaseAndReceivers = (body: (url: string, receivers: readonly [Recei
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 
 /** Settings every instance shares; a live broker connection needs the same key everywhere. */
-const sharedEnv = (url: string) => ({
+const sharedEnv = (url: string, alpaca: Record<string, string>) => ({
   DATABASE_URL: url,
   ADMIN_TOKEN: "adm",
   CREDENTIALS_KEY: Crypto.randomBytes(32).toString("hex"),
-  // Live intents fail at once (routing to Alpaca is not in this version): nothing holds up a stop.
-  ROUTING_RETRY_SCHEDULE: "50ms"
+  ROUTING_RETRY_SCHEDULE: "50ms",
+  ...alpaca
 })
 
 const startThree = (env: Record<string, string>) => Promise.all([start(env), start(env), start(env)])
@@ -65,8 +73,8 @@ const statuses = (replies: ReadonlyArray<Reply>) => {
 describe("three instances on one PostgreSQL, load spread round-robin", () => {
   for (const store of ["the database", "Redis"] as const) {
     it(`counting in ${store}: a free key's 60 a minute and a live quota of 5 hold across all three`, () =>
-      withDatabaseAndReceivers(async (url) => {
-        const instances = await startThree({ ...sharedEnv(url), ...(store === "Redis" ? { REDIS_URL } : {}) })
+      withDatabaseAndReceivers(async (url, _receivers, alpacaVariables) => {
+        const instances = await startThree({ ...sharedEnv(url, alpacaVariables), ...(store === "Redis" ? { REDIS_URL } : {}) })
         const { key, operator } = await signUpOver(instances[0]!.baseUrl, "adm", {
           name: "Free",
           tier: "free",
@@ -97,7 +105,7 @@ describe("three instances on one PostgreSQL, load spread round-robin", () => {
             name: "Alpaca",
             kind: "alpaca",
             mode: "live",
-            credentials: { api_key_id: "AKID", api_secret_key: "very-secret" }
+            credentials: fakeAlpacaCredentials
           }
         }))
         const creations = await spread(instances, 30, live.key, "POST", (i) => ({
@@ -117,8 +125,8 @@ describe("three instances on one PostgreSQL, load spread round-robin", () => {
   }
 
   it("300 market intents: each is routed and submitted once, and each event reaches each of two endpoints once", () =>
-    withDatabaseAndReceivers(async (url, receivers) => {
-      const instances = await startThree(sharedEnv(url))
+    withDatabaseAndReceivers(async (url, receivers, alpaca) => {
+      const instances = await startThree(sharedEnv(url, alpaca))
       const { brokerId, key, operator, userId } = await signUpOver(instances[0]!.baseUrl, "adm")
       const endpoints = await Promise.all(
         receivers.map((hooks) =>

@@ -28,6 +28,7 @@ export const seedUser = Effect.gen(function*() {
       name: `${mode} broker`,
       kind: mode === "test" ? "mock" : "alpaca",
       mode,
+      environment: mode === "live" ? "paper" : null,
       credentials: mode === "live" ? "v1:ciphertext" : null,
       created_at: now
     })

@@ -111,6 +111,26 @@ export const stop = async (child: ChildProcess, signal: NodeJS.Signals = "SIGTER
 }
 
 // ---------------------------------------------------------------------------------------------
+// Alpaca, faked
+
+/** The key pair a fake Alpaca accepts unless told otherwise: what sign-ups connect Alpaca with. */
+export const fakeAlpacaCredentials = { api_key_id: "fake-key-id", api_secret_key: "fake-secret-key" } as const
+
+/** Where a fake Alpaca listening at `url` takes the `trade_updates` stream. */
+export const fakeStreamUrl = (fake: { readonly url: string }) => `${fake.url.replace(/^http/, "ws")}/stream`
+
+/**
+ * The variables that point a process's Alpaca at fakes: the paper environment at `paper`, the
+ * live one at `live` (the same fake unless given).
+ */
+export const alpacaEnv = (paper: { readonly url: string }, live: { readonly url: string } = paper) => ({
+  ALPACA_PAPER_API_URL: paper.url,
+  ALPACA_PAPER_STREAM_URL: fakeStreamUrl(paper),
+  ALPACA_LIVE_API_URL: live.url,
+  ALPACA_LIVE_STREAM_URL: fakeStreamUrl(live)
+})
+
+// ---------------------------------------------------------------------------------------------
 // The typed client and an operator sign-up
 
 /** The typed client derived from the API definition. */

@@ -15,7 +15,8 @@ export const operator = client(ADMIN_TOKEN)
 
 /**
  * A user set up through the typed operator client as the dashboard would: a test key, a live key,
- * a mock connection and an Alpaca connection.
+ * a mock connection and an Alpaca connection (paper, with the fake Alpaca's default key pair: the
+ * test server's `FakeAlpacas` accept it).
  */
 export const signUp = (user: Parameters<typeof Harness.signUp>[1] = {}) =>
   Effect.gen(function*() {
@@ -30,7 +31,7 @@ export const signUp = (user: Parameters<typeof Harness.signUp>[1] = {}) =>
         name: "Alpaca",
         kind: "alpaca",
         mode: "live",
-        credentials: { api_key_id: "AKID", api_secret_key: "very-secret" }
+        credentials: Harness.fakeAlpacaCredentials
       }
     })
     return { userId, testKey, liveKey: liveKey.key, mockId: brokerId, alpacaId: alpaca.id, key }

@@ -1,7 +1,8 @@
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import * as SqlClient from "@effect/sql/SqlClient"
+import type * as SqlClient from "@effect/sql/SqlClient"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -12,8 +13,11 @@ import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Client from "../../src/Client.js"
 import * as Server from "../../src/http/Server.js"
+import type { AlpacaOptions } from "../../src/services/brokers/alpaca/AlpacaConfig.js"
+import * as FakeAlpaca from "../../src/services/brokers/alpaca/FakeAlpaca.js"
 import * as Services from "../../src/Services.js"
-import * as Database from "../../src/sql/Database.js"
+import type * as Database from "../../src/sql/Database.js"
+import { fakeStreamUrl } from "./Harness.js"
 
 export const ADMIN_TOKEN = "test-admin-token"
 export const CREDENTIALS_KEY = "0123456789abcdef".repeat(4)
@@ -47,14 +51,48 @@ export const webhooks = {
   pollInterval
 }
 
-/** The whole service with its workers, as `main.ts` composes it, on the given (migrated) database. */
+/** The fake Alpacas a test server reaches: one as the paper environment, another as the live one. */
+export class FakeAlpacas extends Context.Tag("test/FakeAlpacas")<FakeAlpacas, {
+  readonly paper: FakeAlpaca.FakeAlpaca
+  readonly live: FakeAlpaca.FakeAlpaca
+}>() {
+  /** Two fakes, started with the Layer and stopped with it. */
+  static readonly layer = Layer.scoped(
+    this,
+    Effect.all({ paper: FakeAlpaca.make(), live: FakeAlpaca.make() })
+  )
+}
+
+/** Alpaca's endpoints at the fakes: each environment's REST API and stream at its own fake. */
+export const alpacaAt = (fakes: FakeAlpacas["Type"]): AlpacaOptions => ({
+  endpoints: {
+    paper: { api: fakes.paper.url, stream: fakeStreamUrl(fakes.paper) },
+    live: { api: fakes.live.url, stream: fakeStreamUrl(fakes.live) }
+  }
+})
+
+/** A server built with Alpaca at two fresh fakes, which it provides as `FakeAlpacas` too. */
+export const withFakeAlpacas = <A, E, R>(server: (alpaca: AlpacaOptions) => Layer.Layer<A, E, R>) =>
+  Layer.unwrapEffect(Effect.map(FakeAlpacas, (fakes) => server(alpacaAt(fakes)))).pipe(
+    Layer.provideMerge(FakeAlpacas.layer)
+  )
+
+/**
+ * The whole service with its workers, as `main.ts` composes it, on the given (migrated) database,
+ * with Alpaca at two fakes (`FakeAlpacas`, in context).
+ */
 export const layer = <E, R>(
   database: Layer.Layer<SqlClient.SqlClient | Database.Notifications, E, R>,
   overrides: Partial<Services.ServiceOptions> = {}
-) => serve(Services.layer({ ...options, ...overrides }, { routing, webhooks }).pipe(Layer.provideMerge(database)))
+) =>
+  withFakeAlpacas((alpaca) =>
+    serve(Services.layer({ ...options, alpaca, ...overrides }, { routing, webhooks }).pipe(Layer.provideMerge(database)))
+  )
 
-/** The whole service on in-memory ports: for fast tests of everything above the repository. */
-export const layerInMemory = serve(Services.withPorts(Services.portsInMemory(options)))
+/** The whole service on in-memory ports, with Alpaca at two fakes: for fast tests of everything above the repository. */
+export const layerInMemory = withFakeAlpacas((alpaca) =>
+  serve(Services.withPorts(Services.portsInMemory({ ...options, alpaca })))
+)
 
 /**
  * The typed client derived from the API definition, on the test server, authenticated with `token`

@@ -34,7 +34,7 @@ const TestLayer = Layer.mergeAll(FakeAlpacaServer.layer(), NodeHttpClient.layerU
 
 // Real time: the calls go over loopback and time out by the clock.
 layer(TestLayer, { excludeTestServices: true })("AlpacaClient against the fake Alpaca", (it) => {
-  it.effect("sends a market order as Alpaca expects: fields, strings, headers, client order id", () =>
+  it.scoped("sends a market order as Alpaca expects: fields, strings, headers, client order id", () =>
     Effect.gen(function*() {
       const { client, credentials, fake } = yield* setup
       const clientOrderId = newClientOrderId()
@@ -58,7 +58,7 @@ layer(TestLayer, { excludeTestServices: true })("AlpacaClient against the fake A
       })
     }))
 
-  it.effect("sends a limit order's price as a string, and no stop price", () =>
+  it.scoped("sends a limit order's price as a string, and no stop price", () =>
     Effect.gen(function*() {
       const { client, credentials, fake } = yield* setup
       const clientOrderId = newClientOrderId()
@@ -86,10 +86,14 @@ layer(TestLayer, { excludeTestServices: true })("AlpacaClient against the fake A
       })
     }))
 
-  it.effect("a filled order: status filled and its execution with Alpaca's own id", () =>
+  it.scoped("a filled order: accepted, then status filled and its execution with Alpaca's own id", () =>
     Effect.gen(function*() {
       const { client, credentials, fake } = yield* setup
-      const order = yield* client.submit(credentials, { clientOrderId: newClientOrderId(), spec: market })
+      const placed = yield* client.submit(credentials, { clientOrderId: newClientOrderId(), spec: market })
+      // As Alpaca does, the answer is the accepted order; the fill follows it.
+      expect(placed.status).toBe("accepted")
+      expect(placed.filled_qty).toBe(0)
+      const order = yield* client.getOrder(credentials, placed.id)
       expect(order.filled_qty).toBe(10)
       expect(order.filled_avg_price).toBe(100)
       const fills = yield* client.fills(credentials, order)
@@ -97,15 +101,17 @@ layer(TestLayer, { excludeTestServices: true })("AlpacaClient against the fake A
       expect(mapped.status).toBe("filled")
       expect(mapped.brokerOrderId).toBe(order.id)
       expect(mapped.fills.map(({ id, price, quantity }) => ({ id, price, quantity }))).toStrictEqual([
-        { id: fake.fills()[0]?.id, price: 100, quantity: 10 }
+        // The activity id is `<time>::<execution id>`; the fill keeps the execution id the stream also names.
+        { id: AlpacaClient.executionId(fake.fills()[0]?.id ?? ""), price: 100, quantity: 10 }
       ])
     }))
 
-  it.effect("a partial fill rests until the fake fills the rest; each execution kept apart", () =>
+  it.scoped("a partial fill rests until the fake fills the rest; each execution kept apart", () =>
     Effect.gen(function*() {
       const { client, credentials, fake } = yield* setup
       fake.setBehaviour("partial", "AAPL")
-      const placed = yield* client.submit(credentials, { clientOrderId: newClientOrderId(), spec: market })
+      const submitted = yield* client.submit(credentials, { clientOrderId: newClientOrderId(), spec: market })
+      const placed = yield* client.getOrder(credentials, submitted.id)
       expect(AlpacaClient.toBrokerOrder(placed, yield* client.fills(credentials, placed)).status)
         .toBe("partially_filled")
       expect(placed.filled_qty).toBe(5)
@@ -117,9 +123,11 @@ layer(TestLayer, { excludeTestServices: true })("AlpacaClient against the fake A
       expect(new Set(mapped.fills.map((fill) => fill.id)).size).toBe(2)
     }))
 
-  it.effect("an order's fills are found across pages of the account's activities", () =>
+  it.scoped("an order's fills are found across pages of the account's activities", () =>
     Effect.gen(function*() {
-      const { client, credentials, fake } = yield* setup
+      const { credentials, fake } = yield* setup
+      // 121 orders on one account: faster than the pace Alpaca's limit asks for.
+      const client = yield* AlpacaClient.make({ pace: { limit: 1000, interval: "1 second" } })
       fake.setBehaviour("rest", "MSFT")
       const target = yield* client.submit(credentials, { clientOrderId: newClientOrderId(), spec: { ...market, symbol: "MSFT" } })
       yield* Effect.forEach(
@@ -135,7 +143,26 @@ layer(TestLayer, { excludeTestServices: true })("AlpacaClient against the fake A
       expect(pages[1]?.path).toContain(`page_token=${encodeURIComponent(fake.fills()[99]?.id ?? "")}`)
     }))
 
-  it.effect("a resting order is canceled on request; a second cancel is not cancelable", () =>
+  it.scoped("calls are paced per account under Alpaca's 200 a minute: a burst of 45, then about one each 444 ms", () =>
+    Effect.gen(function*() {
+      const { client, credentials } = yield* setup
+      const other: AlpacaClient.Credentials = { ...credentials, apiKeyId: "other-key-id" }
+      const started = Date.now()
+      yield* Effect.forEach(Array.from({ length: AlpacaClient.PACE.limit }), () => client.account(credentials), {
+        concurrency: 8
+      })
+      const burst = Date.now() - started
+      yield* client.account(credentials)
+      const paced = Date.now() - started
+      // Another account's calls do not wait for this one's pace (its own key is refused, at once).
+      const before = Date.now()
+      yield* Effect.either(client.account(other))
+      const otherWaited = Date.now() - before
+      expect(paced - burst).toBeGreaterThanOrEqual(300)
+      expect(otherWaited).toBeLessThan(300)
+    }))
+
+  it.scoped("a resting order is canceled on request; a second cancel is not cancelable", () =>
     Effect.gen(function*() {
       const { client, credentials, fake } = yield* setup
       fake.setBehaviour("rest")
@@ -149,7 +176,7 @@ layer(TestLayer, { excludeTestServices: true })("AlpacaClient against the fake A
       expect(missing._tag).toBe("AlpacaOrderNotFound")
     }))
 
-  it.effect("a refusal is rejected with Alpaca's message, and nothing is placed", () =>
+  it.scoped("a refusal is rejected with Alpaca's message, and nothing is placed", () =>
     Effect.gen(function*() {
       const { client, credentials, fake } = yield* setup
       fake.setBehaviour("reject", "AAPL")
@@ -158,7 +185,7 @@ layer(TestLayer, { excludeTestServices: true })("AlpacaClient against the fake A
       expect(fake.orders()).toHaveLength(0)
     }))
 
-  it.effect("a 422 for a taken client order id adopts the existing order", () =>
+  it.scoped("a 422 for a taken client order id adopts the existing order", () =>
     Effect.gen(function*() {
       const { client, credentials, fake } = yield* setup
       const clientOrderId = newClientOrderId()
@@ -173,7 +200,7 @@ layer(TestLayer, { excludeTestServices: true })("AlpacaClient against the fake A
       ])
     }))
 
-  it.effect("a 504 after accepting is an unknown outcome; the lookup finds the one order", () =>
+  it.scoped("a 504 after accepting is an unknown outcome; the lookup finds the one order", () =>
     Effect.gen(function*() {
       const { client, credentials, fake } = yield* setup
       fake.setBehaviour("timeout_after_accept")
@@ -186,7 +213,7 @@ layer(TestLayer, { excludeTestServices: true })("AlpacaClient against the fake A
       expect(fake.requests()[1]?.path).toBe(`/v2/orders:by_client_order_id?client_order_id=${clientOrderId}`)
     }))
 
-  it.effect("a 429 is an unknown outcome; the lookup finds none, and a later submission places exactly one", () =>
+  it.scoped("a 429 is an unknown outcome; the lookup finds none, and a later submission places exactly one", () =>
     Effect.gen(function*() {
       const { client, credentials, fake } = yield* setup
       fake.setBehaviour("rate_limited")
@@ -199,7 +226,7 @@ layer(TestLayer, { excludeTestServices: true })("AlpacaClient against the fake A
       expect(fake.orders().filter((order) => order.client_order_id === clientOrderId)).toHaveLength(1)
     }))
 
-  it.effect("credentials Alpaca does not know are refused; known ones answer the account", () =>
+  it.scoped("credentials Alpaca does not know are refused; known ones answer the account", () =>
     Effect.gen(function*() {
       const { client, credentials, fake } = yield* setup
       const account = yield* client.account(credentials)
@@ -212,7 +239,7 @@ layer(TestLayer, { excludeTestServices: true })("AlpacaClient against the fake A
       expect((yield* Effect.flip(client.account(wrong)))._tag).toBe("AlpacaCredentialsRefused")
     }))
 
-  it.effect("the secret key reaches Alpaca but no span", () =>
+  it.scoped("the secret key reaches Alpaca but no span", () =>
     Effect.gen(function*() {
       const { client, credentials } = yield* setup
       const spans: Array<Tracer.Span> = []
@@ -234,7 +261,7 @@ layer(TestLayer, { excludeTestServices: true })("AlpacaClient against the fake A
       expect(attributes.some(([, value]) => String(value).includes("fake-secret-key"))).toBe(false)
     }))
 
-  it.effect("an unknown status decodes and counts as open", () =>
+  it.scoped("an unknown status decodes and counts as open", () =>
     Effect.gen(function*() {
       const { client, credentials, fake } = yield* setup
       fake.setBehaviour("rest")

@@ -1,0 +1,118 @@
+import { describe, expect, layer } from "@effect/vitest"
+import * as DateTime from "effect/DateTime"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type { Owner } from "../../src/domain/Ids.js"
+import { clientOrderId } from "../../src/domain/Routing.js"
+import * as Services from "../../src/Services.js"
+import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
+import { RoutingRepository } from "../../src/services/routing/RoutingRepository.js"
+import * as Database from "../../src/sql/Database.js"
+import { eventId, newIntent, seedUser } from "../support/Fixtures.js"
+import * as Postgres from "../support/Postgres.js"
+import * as TestServer from "../support/TestServer.js"
+
+const backends = [
+  ["PGlite", Database.migrated(Database.pglite(undefined))],
+  ["PostgreSQL", Postgres.layerFresh]
+] as const
+
+const at = DateTime.unsafeMake("2026-11-24T15:00:00Z")
+
+/** A live intent on the seeded Alpaca connection, created with its submit job. */
+const liveIntent = (quantity = 10) =>
+  Effect.gen(function*() {
+    const intents = yield* IntentRepository
+    const { liveBroker, user } = yield* seedUser
+    const owner: Owner = { userId: user.id, mode: "live" }
+    const input = newIntent(owner, liveBroker.id, { quantity })
+    yield* intents.create(input, { now: yield* DateTime.now, quota: undefined, eventId: eventId() })
+    return { owner, input, connectionId: liveBroker.id }
+  })
+
+const order = (id: string, status: "new" | "partially_filled" | "filled", fills: ReadonlyArray<[string, number]>) => ({
+  brokerOrderId: `alpaca-${id}`,
+  clientOrderId: clientOrderId(id),
+  status,
+  fills: fills.map(([fillId, quantity]) => ({ id: fillId, quantity, price: 100, filledAt: at }))
+})
+
+for (const [name, database] of backends) {
+  const ports = Services.ports(TestServer.options).pipe(Layer.provideMerge(database))
+
+  layer(ports, { timeout: 60_000, excludeTestServices: true })(`broker streams' records on ${name}`, (it) => {
+    describe("the lease on a connection's stream", () => {
+      it.effect("one holder at a time; another takes over only once the lease runs out unrenewed", () =>
+        Effect.gen(function*() {
+          const routing = yield* RoutingRepository
+          const { connectionId } = yield* liveIntent()
+          const lease = Duration.millis(300)
+          expect(yield* routing.holdStream(connectionId, "a", lease)).toBe(true)
+          expect(yield* routing.holdStream(connectionId, "b", lease)).toBe(false)
+          expect(yield* routing.holdStream(connectionId, "a", lease)).toBe(true)
+          yield* Effect.sleep("400 millis")
+          expect(yield* routing.holdStream(connectionId, "b", lease)).toBe(true)
+          expect(yield* routing.holdStream(connectionId, "a", lease)).toBe(false)
+        }))
+
+      it.effect("a release lets another take it at once; a release by a non-holder changes nothing", () =>
+        Effect.gen(function*() {
+          const routing = yield* RoutingRepository
+          const { connectionId } = yield* liveIntent()
+          const lease = Duration.seconds(30)
+          expect(yield* routing.holdStream(connectionId, "a", lease)).toBe(true)
+          yield* routing.releaseStream(connectionId, "b")
+          expect(yield* routing.holdStream(connectionId, "b", lease)).toBe(false)
+          yield* routing.releaseStream(connectionId, "a")
+          expect(yield* routing.holdStream(connectionId, "b", lease)).toBe(true)
+        }))
+    })
+
+    describe("words about an order, in any order", () => {
+      it.effect("a stale `new` after a fill changes neither the order nor the intent; a fill seen twice counts once", () =>
+        Effect.gen(function*() {
+          const routing = yield* RoutingRepository
+          const intents = yield* IntentRepository
+          const { input, owner } = yield* liveIntent()
+          yield* routing.record(input.id, order(input.id, "partially_filled", [["exec-1", 4]]))
+          yield* routing.record(input.id, order(input.id, "new", [["exec-1", 4]]))
+          const afterStale = yield* Effect.flatten(intents.findById(owner, input.id))
+          expect(afterStale.status).toBe("partially_filled")
+          expect(afterStale.orders.map((o) => [o.status, o.fills.length])).toEqual([["partially_filled", 1]])
+
+          const done = yield* routing.record(input.id, order(input.id, "filled", [["exec-2", 6]]))
+          expect(done).toMatchObject({ status: "filled", filled: 10, changed: true })
+          yield* routing.record(input.id, order(input.id, "new", []))
+          const filled = yield* Effect.flatten(intents.findById(owner, input.id))
+          expect(filled.status).toBe("filled")
+          expect(filled.orders.map((o) => o.status)).toEqual(["filled"])
+          expect(filled.orders[0]?.fills.map((f) => f.quantity)).toEqual([4, 6])
+        }))
+
+      it.effect("a broker's refusal rejects the intent with the broker's reason and no order", () =>
+        Effect.gen(function*() {
+          const routing = yield* RoutingRepository
+          const intents = yield* IntentRepository
+          const { input, owner } = yield* liveIntent()
+          expect(yield* routing.reject(input.id, "insufficient buying power")).toMatchObject({ status: "rejected" })
+          const intent = yield* Effect.flatten(intents.findById(owner, input.id))
+          expect(intent).toMatchObject({ status: "rejected", status_reason: "insufficient buying power", orders: [] })
+        }))
+
+      it.effect("the open orders of a connection, with what each has filled so far", () =>
+        Effect.gen(function*() {
+          const routing = yield* RoutingRepository
+          const partial = yield* liveIntent()
+          const done = yield* liveIntent()
+          const unsent = yield* liveIntent()
+          yield* routing.record(partial.input.id, order(partial.input.id, "partially_filled", [["p-1", 2.5]]))
+          yield* routing.record(done.input.id, order(done.input.id, "filled", [["d-1", 10]]))
+          const open = yield* routing.openOrders(partial.connectionId)
+          expect(open).toEqual([{ intentId: partial.input.id, clientOrderId: clientOrderId(partial.input.id), filled: 2.5 }])
+          expect(yield* routing.openOrders(done.connectionId)).toEqual([])
+          expect(yield* routing.openOrders(unsent.connectionId)).toEqual([])
+        }))
+    })
+  })
+}
