@@ -11,7 +11,7 @@ import { CANCELED_BY_CLIENT, isFinal } from "../domain/Routing.js"
 import { AccountRepository } from "../services/accounts/AccountRepository.js"
 import { BrokerGateway, type BrokerOrder, type Connection } from "../services/brokers/BrokerGateway.js"
 import { IdGenerator } from "../services/IdGenerator.js"
-import { RoutingRepository } from "../services/routing/RoutingRepository.js"
+import { type OpenOrder, RoutingRepository } from "../services/routing/RoutingRepository.js"
 import { delays } from "./RetryConfig.js"
 
 export interface StreamOptions {
@@ -64,15 +64,17 @@ export const make = (options: StreamOptions = {}) =>
         const transition = yield* repository.record(intentId.value, { ...order, reason })
         if (isFinal(transition.status) || order.filledQuantity === undefined) return
         if (order.filledQuantity > transition.filled + EPSILON) {
-          yield* reconcileOne(connection, { intentId: intentId.value, clientOrderId: order.clientOrderId, filled: transition.filled })
+          yield* reconcileOne(connection, {
+            intentId: intentId.value,
+            clientOrderId: order.clientOrderId,
+            brokerOrderId: order.brokerOrderId,
+            filled: transition.filled
+          })
         }
       })
 
-    const reconcileOne = (
-      connection: Connection,
-      open: { readonly intentId: IntentId; readonly clientOrderId: string; readonly filled: number }
-    ) =>
-      broker.lookup(connection, open.clientOrderId, open.filled).pipe(
+    const reconcileOne = (connection: Connection, open: OpenOrder) =>
+      broker.lookup(connection, { clientOrderId: open.clientOrderId, brokerOrderId: open.brokerOrderId, recorded: open.filled }).pipe(
         Effect.flatMap(Option.match({
           onNone: () => Effect.void,
           onSome: (order) => Effect.asVoid(repository.record(open.intentId, order))

@@ -58,7 +58,7 @@ export const make = (options: RoutingOptions) =>
         const uncertain = yield* Ref.make(job.claims > 1)
         const attempt = Effect.gen(function*() {
           if (yield* Ref.get(uncertain)) {
-            const found = yield* broker.lookup(context.connection, context.clientOrderId)
+            const found = yield* broker.lookup(context.connection, { clientOrderId: context.clientOrderId })
             if (Option.isSome(found)) return found.value
             yield* Ref.set(uncertain, false)
           }
@@ -92,7 +92,7 @@ export const make = (options: RoutingOptions) =>
         const reason = `${CANCELED_BY_CLIENT} before submission`
         if (job.claims === 1) return yield* Effect.asVoid(repository.cancelLocally(context.intentId, reason, job))
         const found = yield* Effect.either(
-          Effect.retry(broker.lookup(context.connection, context.clientOrderId), retry)
+          Effect.retry(broker.lookup(context.connection, { clientOrderId: context.clientOrderId }), retry)
         )
         if (Either.isLeft(found)) return yield* unanswered(context, job, found.left)
         if (Option.isNone(found.right)) {
@@ -164,7 +164,7 @@ export const make = (options: RoutingOptions) =>
 
     const sync = (context: RoutingContext, job: Job) =>
       Effect.gen(function*() {
-        const found = yield* Effect.either(broker.lookup(context.connection, context.clientOrderId, context.filled))
+        const found = yield* Effect.either(broker.lookup(context.connection, { clientOrderId: context.clientOrderId, recorded: context.filled }))
         if (Either.isLeft(found)) return yield* unanswered(context, job, found.left)
         if (Option.isSome(found.right)) {
           const order = found.right.value

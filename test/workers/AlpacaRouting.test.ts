@@ -218,6 +218,10 @@ for (const [name, database] of backends) {
           const executions = fake.fills().filter((fill) => fill.order_id === order?.id)
           expect(intent.orders[0]?.fills.map((f) => f.quantity).sort()).toEqual(executions.map((f) => Number(f.qty)).sort())
           expect(intent.orders[0]?.fills).toHaveLength(2)
+          // Reconciliation reads the recorded order by its own id, and its FILL activities.
+          const reads = fake.requests().filter((r) => r.method === "GET")
+          expect(reads.some((r) => r.path === `/v2/orders/${order?.id}`)).toBe(true)
+          expect(reads.some((r) => r.path.startsWith("/v2/account/activities/FILL"))).toBe(true)
         }))
 
       it.effect("a dropped connection: the stream comes back, and a fill meanwhile is recorded once", () =>

@@ -40,6 +40,17 @@ export interface BrokerOrder {
   readonly filledQuantity?: number | undefined
 }
 
+/**
+ * An order to look up: by the client order id the router gave it, or by the broker's own id once
+ * recorded. `recorded` is the quantity already recorded: a broker may skip reading executions when
+ * its own filled total shows none are missing.
+ */
+export interface OrderRef {
+  readonly clientOrderId: string
+  readonly brokerOrderId?: string | null | undefined
+  readonly recorded?: number | undefined
+}
+
 /** Which connection an order goes through. */
 export interface Connection {
   readonly id: BrokerId
@@ -71,15 +82,8 @@ export class BrokerGateway extends Context.Tag("BrokerGateway")<BrokerGateway, {
     connection: Connection,
     order: { readonly clientOrderId: string; readonly spec: OrderSpec }
   ) => Effect.Effect<BrokerOrder, BrokerError | BrokerRejected>
-  /**
-   * The order as it stands, with its executions. `recorded` is the quantity already recorded: a
-   * broker may skip reading executions when its own filled total shows none are missing.
-   */
-  readonly lookup: (
-    connection: Connection,
-    clientOrderId: string,
-    recorded?: number
-  ) => Effect.Effect<Option.Option<BrokerOrder>, BrokerError>
+  /** The order as it stands, with its executions (none if the broker holds no such order). */
+  readonly lookup: (connection: Connection, order: OrderRef) => Effect.Effect<Option.Option<BrokerOrder>, BrokerError>
   /**
    * Cancels what is still open; answers the order as it stands afterwards (none if unknown). A
    * broker that cancels asynchronously answers the order still open: the outcome comes later.

@@ -19,7 +19,7 @@ export const make = (options: BrokersOptions) =>
     }
     return identity<BrokerGateway["Type"]>({
       submit: (connection, order) => brokers[connection.kind].submit(connection, order),
-      lookup: (connection, clientOrderId, recorded) => brokers[connection.kind].lookup(connection, clientOrderId, recorded),
+      lookup: (connection, order) => brokers[connection.kind].lookup(connection, order),
       cancel: (connection, clientOrderId) => brokers[connection.kind].cancel(connection, clientOrderId),
       verify: (kind, environment, credentials) => brokers[kind].verify(kind, environment, credentials),
       streaming: Object.values(brokers).flatMap((broker) => broker.streaming),

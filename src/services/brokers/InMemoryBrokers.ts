@@ -20,9 +20,9 @@ export const make = (options: BrokersOptions) =>
     identity<BrokerGateway["Type"]>({
       submit: (connection, order) =>
         connection.kind === "alpaca" ? alpaca.submit(connection, order) : Effect.fail(noMockBroker(connection)),
-      lookup: (connection, clientOrderId, recorded) =>
+      lookup: (connection, order) =>
         connection.kind === "alpaca"
-          ? alpaca.lookup(connection, clientOrderId, recorded)
+          ? alpaca.lookup(connection, order)
           : Effect.fail(noMockBroker(connection)),
       cancel: (connection, clientOrderId) =>
         connection.kind === "alpaca" ? alpaca.cancel(connection, clientOrderId) : Effect.fail(noMockBroker(connection)),

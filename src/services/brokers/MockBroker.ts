@@ -12,7 +12,7 @@ import { type OrderSpec, OrderStatus, TimeInForce } from "../../domain/Intent.js
 import { decide, REFERENCE_PRICE, statusAt } from "../../domain/MockExchange.js"
 import { orDie } from "../../sql/Defects.js"
 import { BrokerUnavailable } from "../../domain/Broker.js"
-import type { BrokerGateway, BrokerOrder, Connection } from "./BrokerGateway.js"
+import type { BrokerGateway, BrokerOrder, Connection, OrderRef } from "./BrokerGateway.js"
 
 const Timestamp = Schema.DateTimeUtcFromDate
 
@@ -116,9 +116,9 @@ export const make = Effect.gen(function*() {
       }
     ),
 
-    lookup: Effect.fn("MockBroker.lookup")(function*(_: Connection, clientOrderId: string) {
+    lookup: Effect.fn("MockBroker.lookup")(function*(_: Connection, order: OrderRef) {
       const now = yield* DateTime.now
-      return Option.map(yield* selectOrder(clientOrderId), (row) => toOrder(row, now))
+      return Option.map(yield* selectOrder(order.clientOrderId), (row) => toOrder(row, now))
     }, orDie),
 
     cancel: Effect.fn("MockBroker.cancel")(function*(_: Connection, clientOrderId: string) {

@@ -43,6 +43,7 @@ export interface RoutingContext {
 export interface OpenOrder {
   readonly intentId: IntentId
   readonly clientOrderId: string
+  readonly brokerOrderId: string | null
   readonly filled: number
 }
 

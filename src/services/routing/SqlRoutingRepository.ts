@@ -199,9 +199,9 @@ export const make = Effect.gen(function*() {
 
   const selectOpenOrders = SqlSchema.findAll({
     Request: BrokerId,
-    Result: Schema.Struct({ intent_id: IntentId, filled: Schema.Number }),
+    Result: Schema.Struct({ intent_id: IntentId, broker_order_id: Schema.NullOr(Schema.String), filled: Schema.Number }),
     execute: (connectionId) =>
-      sql`SELECT i.id AS intent_id,
+      sql`SELECT i.id AS intent_id, o.broker_order_id,
             (SELECT coalesce(sum(f.quantity), 0) FROM fills f WHERE f.order_id = o.id)::float8 AS filled
           FROM intents i JOIN orders o ON o.intent_id = i.id
           WHERE i.broker_id = ${connectionId} AND i.status IN ('pending', 'partially_filled')
@@ -344,6 +344,7 @@ export const make = Effect.gen(function*() {
       return (yield* selectOpenOrders(connectionId)).map((row) => ({
         intentId: row.intent_id,
         clientOrderId: clientOrderId(row.intent_id),
+        brokerOrderId: row.broker_order_id,
         filled: row.filled
       }))
     }, orDie),

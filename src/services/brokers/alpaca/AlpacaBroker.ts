@@ -127,9 +127,16 @@ export const make = (options: AlpacaOptions) =>
             Effect.flatMap((placed) => withFills(account, placed, 0))
           )).pipe(Effect.withSpan("AlpacaBroker.submit")),
 
-      lookup: (connection, clientOrderId, recorded = 0) =>
+      lookup: (connection, { brokerOrderId, clientOrderId, recorded = 0 }) =>
         forConnection(connection, (account) =>
-          client.byClientOrderId(account, clientOrderId).pipe(
+          // A recorded order is read by its own id (`GET /v2/orders/{id}`); one whose submission had
+          // no answer, by the client order id the router gave it.
+          (brokerOrderId
+            ? client.getOrder(account, brokerOrderId).pipe(
+              Effect.asSome,
+              Effect.catchTag("AlpacaOrderNotFound", () => client.byClientOrderId(account, clientOrderId))
+            )
+            : client.byClientOrderId(account, clientOrderId)).pipe(
             Effect.flatMap(Option.match({
               onNone: () => Effect.succeed(Option.none<BrokerOrder>()),
               onSome: (order) => Effect.map(withFills(account, order, recorded), Option.some)
