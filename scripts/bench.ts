@@ -7,12 +7,17 @@
  * DATABASE_URL names the PostgreSQL server (an admin URL; a fresh database is made and dropped);
  * BENCH_DURATION (seconds per measured run, default 5), BENCH_CONNECTIONS (default "10,50") and
  * BENCH_INTENTS (intents per end-to-end and webhook run, default 1000) size the run; BENCH_ONLY
- * (some of create, lookup, e2e, webhooks, comma-separated) runs those parts only.
+ * (some of create, lookup, e2e, webhooks, alpaca, comma-separated) runs those parts only. The
+ * service's Alpaca endpoints point at a fake Alpaca started in this process.
  */
 import autocannon from "autocannon"
 import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import os from "node:os"
+import * as FakeAlpaca from "../src/services/brokers/alpaca/FakeAlpaca.js"
+import { alpacaEnv } from "../test/support/Harness.js"
+import { liveEndToEnd } from "./bench/LiveAlpaca.js"
+import { percentile } from "./bench/Percentile.js"
 import { cpuMs, measure, peakRssMiB } from "./bench/ProcessStats.js"
 import { arrival, listen } from "../test/support/Harness.js"
 import {
@@ -44,7 +49,7 @@ const FILL_TIMEOUT_MS = 30_000
 const POLL_INTERVAL_MS = 2
 const LOOKUP_IDS = 2_000
 
-const PARTS = ["create", "lookup", "e2e", "webhooks"] as const
+const PARTS = ["create", "lookup", "e2e", "webhooks", "alpaca"] as const
 type Part = (typeof PARTS)[number]
 
 interface Settings {
@@ -93,12 +98,6 @@ const selectedParts = (): ReadonlyArray<Part> => {
   return parts
 }
 
-/** Nearest-rank percentile of ascending samples. */
-const percentile = (sorted: ReadonlyArray<number>, p: number): number => {
-  if (sorted.length === 0) return Number.NaN
-  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length))
-  return sorted[rank - 1] ?? Number.NaN
-}
 
 // ---------------------------------------------------------------------------------------------
 // Load
@@ -444,6 +443,9 @@ const ratioOf = (line: Line, lines: ReadonlyArray<Line>): number | undefined => 
   return reference === undefined ? undefined : line.perSecond / reference.perSecond
 }
 
+/** A figure, or a dash where the line has none. */
+const figure = (value: number, digits: number) => Number.isNaN(value) ? "-" : value.toFixed(digits)
+
 const printTable = (lines: ReadonlyArray<Line>) => {
   const header = ["scenario", "conns", "req/s", "p50 ms", "p99 ms", "CPU ms/req", "peak MiB", "ratio", "reference / note"]
   const rows = lines.map((line) => {
@@ -451,11 +453,11 @@ const printTable = (lines: ReadonlyArray<Line>) => {
     return [
       line.scenario,
       line.connections === 0 ? "-" : String(line.connections),
-      line.perSecond.toFixed(0),
-      line.p50Ms.toFixed(1),
-      line.p99Ms.toFixed(1),
-      line.cpuMs.toFixed(2),
-      line.peakMiB.toFixed(0),
+      figure(line.perSecond, 0),
+      figure(line.p50Ms, 1),
+      figure(line.p99Ms, 1),
+      figure(line.cpuMs, 2),
+      figure(line.peakMiB, 0),
       ratio === undefined ? "" : `${(ratio * 100).toFixed(0)}%`,
       [line.reference === undefined ? "" : `of ${line.reference}`, line.note ?? ""].filter((s) => s !== "").join("; ")
     ]
@@ -483,6 +485,18 @@ const goals = (lines: ReadonlyArray<Line>, peakMiB: number): ReadonlyArray<Goal>
       result.push({ label: `${line.scenario} p99 < 30 ms at 50`, met: line.p99Ms < 30, value: `${line.p99Ms.toFixed(1)} ms` })
     }
   }
+  for (const line of lines) {
+    if (line.scenario.startsWith("live market intent") && line.connections === 10) {
+      result.push({ label: "live intent 201 → filled p99 < 150 ms at 10", met: line.p99Ms < 150, value: `${line.p99Ms.toFixed(1)} ms` })
+    }
+    if (line.scenario.startsWith("  router:")) {
+      result.push({
+        label: `${line.scenario.trim()} p99 < 20 ms at ${line.connections}`,
+        met: line.p99Ms < 20,
+        value: `${line.p99Ms.toFixed(1)} ms`
+      })
+    }
+  }
   result.push({ label: "service peak memory < 250 MB", met: peakMiB * 1.048576 < 250, value: `${(peakMiB * 1.048576).toFixed(0)} MB` })
   return result
 }
@@ -506,8 +520,12 @@ const main = async () => {
   )
   const database = await freshDatabase(admin)
   const children: Array<ChildProcess> = []
+  const alpaca = await FakeAlpaca.start()
   try {
-    const service = await startHealthy(database.url)
+    const service = await startHealthy(database.url, {
+      ...alpacaEnv(alpaca),
+      CREDENTIALS_KEY: randomBytes(32).toString("hex")
+    })
     children.push(service.child)
     const referenceServer = await startReference(database.url)
     children.push(referenceServer.child)
@@ -543,6 +561,43 @@ const main = async () => {
         lines.push(...(await webhooks(context, connections)))
       }
     }
+    if (parts.includes("alpaca")) {
+      for (const connections of settings.connections) {
+        console.log(`live intents through the fake Alpaca at ${connections} connections`)
+        const live = await liveEndToEnd(service, database.url, alpaca, context.account.userId, connections, settings.intents)
+        lines.push(
+          {
+            scenario: "live market intent, 201 → filled committed (Alpaca fake)",
+            connections,
+            perSecond: live.perSecond,
+            p50Ms: live.p50Ms,
+            p99Ms: live.p99Ms,
+            cpuMs: live.cpuMs,
+            peakMiB: live.peakMiB,
+            note: `${live.intents} intents, one Alpaca account per client`
+          },
+          {
+            scenario: "  router: 201 → Alpaca receives the POST",
+            connections,
+            perSecond: Number.NaN,
+            p50Ms: live.submit.p50,
+            p99Ms: live.submit.p99,
+            cpuMs: Number.NaN,
+            peakMiB: Number.NaN
+          },
+          {
+            scenario: "  router: Alpaca's fill event → filled committed",
+            connections,
+            perSecond: Number.NaN,
+            p50Ms: live.fill.p50,
+            p99Ms: live.fill.p99,
+            cpuMs: Number.NaN,
+            peakMiB: Number.NaN
+          }
+        )
+        await quiesce(database.url)
+      }
+    }
     const peak = peakRssMiB(pidOf(service.child))
     const referencePeak = peakRssMiB(referenceServer.pid)
     console.log()
@@ -555,6 +610,7 @@ const main = async () => {
     for (const goal of goals(lines, peak)) console.log(`  ${goal.met ? "MET " : "MISS"}  ${goal.label}: ${goal.value}`)
   } finally {
     await Promise.all(children.map((child) => stopService(child)))
+    await alpaca.stop()
     await dropDatabase(admin, database.name)
   }
   console.log(`\ntotal run time: ${((performance.now() - began) / 1000).toFixed(1)} s`)

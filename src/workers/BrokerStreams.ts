@@ -56,6 +56,9 @@ export const make = (options: StreamOptions = {}) =>
       Effect.gen(function*() {
         const intentId = intentOf(order.clientOrderId)
         if (Option.isNone(intentId)) return
+        // An order open with nothing filled says only that it exists, which the submission records
+        // (or, its answer lost, the lookup that follows): only words that change something are kept.
+        if (order.status === "new" && order.fills.length === 0) return
         const context = yield* repository.context(intentId.value)
         // Only an intent routed through this very connection: an order's id names no one else's intent.
         if (Option.isNone(context) || context.value.connection.id !== connection.id) return

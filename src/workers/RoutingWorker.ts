@@ -77,7 +77,9 @@ export const make = (options: RoutingOptions) =>
         const now = yield* repository.context(context.intentId)
         if (Option.isNone(now) || isFinal(now.value.status)) return
         if (now.value.cancelRequested) return yield* repository.enqueue(context.intentId, "cancel", yield* DateTime.now)
-        if (context.spec.time_in_force === "day") {
+        // A broker that streams its orders' updates says when a day order expires, and its open orders
+        // are reconciled periodically: only the others are asked at the end of the day.
+        if (context.spec.time_in_force === "day" && !broker.streaming.includes(context.connection.kind)) {
           yield* repository.enqueue(context.intentId, "sync", endOfDay(yield* DateTime.now))
         }
       })

@@ -1,4 +1,5 @@
 import { describe, expect, layer } from "@effect/vitest"
+import * as SqlClient from "@effect/sql/SqlClient"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -89,6 +90,29 @@ for (const [name, database] of backends) {
           expect(filled.orders.map((o) => o.status)).toEqual(["filled"])
           // Both executions share one instant here, and fills at one instant have no defined order.
           expect(filled.orders[0]?.fills.map((f) => f.quantity).sort((a, b) => a - b)).toEqual([4, 6])
+        }))
+
+      it.effect("a final word ends the intent's waiting jobs; a job a worker holds is left to that worker", () =>
+        Effect.gen(function*() {
+          const routing = yield* RoutingRepository
+          const sql = yield* SqlClient.SqlClient
+          const jobsOf = (id: string) =>
+            Effect.map(sql<{ kind: string }>`SELECT kind FROM routing_jobs WHERE intent_id = ${id} ORDER BY kind`, (rows) =>
+              rows.map((row) => row.kind))
+          const { input } = yield* liveIntent()
+          // The submission's job is held; a check at the end of the day waits.
+          const [held] = (yield* routing.claim(100, Duration.seconds(30))).filter((job) => job.intentId === input.id)
+          expect(held?.kind).toBe("submit")
+          yield* routing.enqueue(input.id, "sync", DateTime.add(yield* DateTime.now, { hours: 8 }))
+          yield* routing.record(input.id, order(input.id, "partially_filled", [["w-1", 4]]))
+          expect(yield* jobsOf(input.id)).toEqual(["submit", "sync"])
+          yield* routing.record(input.id, order(input.id, "filled", [["w-1", 4], ["w-2", 6]]))
+          expect(yield* jobsOf(input.id)).toEqual(["submit"])
+          if (held !== undefined) yield* routing.finish(held)
+          expect(yield* jobsOf(input.id)).toEqual([])
+          // Nothing is queued for a final intent.
+          yield* routing.enqueue(input.id, "sync", yield* DateTime.now)
+          expect(yield* jobsOf(input.id)).toEqual([])
         }))
 
       it.effect("a broker's refusal rejects the intent with the broker's reason and no order", () =>

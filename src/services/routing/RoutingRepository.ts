@@ -80,6 +80,7 @@ export class RoutingRepository extends Context.Tag("RoutingRepository")<RoutingR
   readonly finish: (job: Job) => Effect.Effect<void>
   /** Releases a job (if this worker still holds it) to run again at `runAt`, or sooner if enqueued again meanwhile. */
   readonly reschedule: (job: Job, runAt: DateTime.Utc) => Effect.Effect<void>
+  /** Routing work on an intent still open, due at `runAt` (a final intent has none left: nothing is queued). */
   readonly enqueue: (intentId: IntentId, kind: JobKind, runAt: DateTime.Utc) => Effect.Effect<void>
   /**
    * Takes or renews the lease on a connection's update stream for `holder`: true while it holds

@@ -15,6 +15,7 @@ import {
   applyRejection,
   applyOrderUpdate,
   clientOrderId,
+  isFinal,
   type JobKind,
   type RoutingState,
   type Transition
@@ -136,7 +137,21 @@ export const make = Effect.gen(function*() {
         RETURNING pg_notify(${ROUTING_CHANNEL}, kind)
       )`
   }
-  const finished = (done: Job | undefined) => done === undefined ? undefined : finishJob(claimOf(done))
+
+  /**
+   * What a transition ends, as common table expressions: the worker's job, if it ran one; and once
+   * the intent is final, its other jobs no worker holds (a check at the end of the day, a sync after
+   * a cancel), which have nothing left to do.
+   */
+  const endings = (intentId: IntentId, transition: Transition, done: Job | undefined) => {
+    const parts = [
+      ...(done === undefined ? [] : [finishJob(claimOf(done))]),
+      ...(transition.changed && isFinal(transition.status)
+        ? [sql`jobs_moot AS (DELETE FROM routing_jobs WHERE intent_id = ${intentId} AND locked_until IS NULL)`]
+        : [])
+    ]
+    return parts.length === 0 ? undefined : sql.csv(parts)
+  }
 
   const claimJobs = SqlSchema.findAll({
     Request: Schema.Struct({ at: Timestamp, until: Timestamp, limit: Schema.Int }),
@@ -248,7 +263,7 @@ export const make = Effect.gen(function*() {
   ) =>
     Effect.fn(span)(function*(intentId: IntentId, reason: string, done?: Job) {
       const transition = decide(yield* lockState(intentId), reason)
-      yield* applyTransition(intentId, transition, DateTime.toDate(yield* DateTime.now), finished(done))
+      yield* applyTransition(intentId, transition, DateTime.toDate(yield* DateTime.now), endings(intentId, transition, done))
       return transition
     }, sql.withTransaction, orDie)
 
@@ -310,7 +325,7 @@ export const make = Effect.gen(function*() {
         fills
       })
       // The transition (status, event, deliveries) and the job's end: one statement.
-      yield* applyTransition(intentId, transition, DateTime.toDate(now), finished(done))
+      yield* applyTransition(intentId, transition, DateTime.toDate(now), endings(intentId, transition, done))
       return transition
     }, sql.withTransaction, orDie),
 
@@ -350,7 +365,10 @@ export const make = Effect.gen(function*() {
     }, orDie),
 
     enqueue: Effect.fn("RoutingRepository.enqueue")(function*(intentId: IntentId, kind: JobKind, runAt: DateTime.Utc) {
-      yield* transitions.enqueue(intentId, kind, runAt, yield* DateTime.now)
-    }, orDie)
+      // Under the intent's lock: a final word committing meanwhile either comes first (nothing is
+      // queued) or ends this job with the intent's other waiting ones.
+      const state = yield* lockState(intentId)
+      if (!isFinal(state.status)) yield* transitions.enqueue(intentId, kind, runAt, yield* DateTime.now)
+    }, sql.withTransaction, orDie)
   })
 })

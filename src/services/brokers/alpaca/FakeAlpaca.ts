@@ -44,6 +44,8 @@ export interface ReceivedRequest {
   readonly path: string
   readonly headers: Readonly<Record<string, string>>
   readonly body: unknown
+  /** When it was received, in epoch milliseconds. */
+  readonly at: number
 }
 
 /** An order in Alpaca's JSON: decimals as strings. */
@@ -578,7 +580,7 @@ export const start = (options: Options = {}): Promise<FakeAlpaca> => {
     const method = request.method ?? ""
     const path = url.pathname
     if (path.startsWith("/_fake/")) return handleControl(method, path, body, response)
-    requests.push({ method, path: `${url.pathname}${url.search}`, headers, body })
+    requests.push({ method, path: `${url.pathname}${url.search}`, headers, body, at: Date.now() })
 
     const keyId = headers["apca-api-key-id"] ?? ""
     const found = accounts.get(keyId)
