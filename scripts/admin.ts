@@ -11,6 +11,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { parseArgs } from "node:util"
 import {
+  AlpacaCredentials,
   CreateApiKeyPayload,
   CreateBrokerPayload,
   CreateUserPayload,
@@ -18,7 +19,7 @@ import {
 } from "../src/api/AdminApi.js"
 import * as Client from "../src/Client.js"
 import { WireErrors } from "../src/domain/Errors.js"
-import { ApiKeyId, DeliveryId, UserId, WebhookEndpointId } from "../src/domain/Ids.js"
+import { ApiKeyId, BrokerId, DeliveryId, UserId, WebhookEndpointId } from "../src/domain/Ids.js"
 
 const usage = `Usage: npm run admin -- <command> [flags]
 
@@ -29,6 +30,7 @@ const usage = `Usage: npm run admin -- <command> [flags]
   revoke-key     --key KEY_ID
   create-broker  --user USER_ID --name NAME --kind mock|alpaca --mode test|live
                  [--api-key-id ID --api-secret-key SECRET [--environment paper|live]]
+  replace-broker-credentials --broker BROKER_ID --api-key-id ID --api-secret-key SECRET
   create-webhook --user USER_ID --url URL --mode test|live [--events intent.created,intent.filled,...]
   list-webhooks  --user USER_ID
   delete-webhook --endpoint ENDPOINT_ID
@@ -56,6 +58,7 @@ const parse = () => parseArgs({
     url: { type: "string" },
     events: { type: "string" },
     endpoint: { type: "string" },
+    broker: { type: "string" },
     delivery: { type: "string" },
     limit: { type: "string" },
     help: { type: "boolean", short: "h" }
@@ -69,7 +72,7 @@ type Flags = ReturnType<typeof parse>["values"]
 
 /** An id flag, decoded as the API decodes the path: a malformed id names nothing, like an unknown one. */
 const idFlag = <A>(
-  flag: "user" | "key" | "endpoint" | "delivery",
+  flag: "user" | "key" | "broker" | "endpoint" | "delivery",
   id: Schema.Schema<A, string>,
   notFound: { readonly detail: string }
 ) =>
@@ -80,6 +83,7 @@ const idFlag = <A>(
   )
 const userId = idFlag("user", UserId, WireErrors.UserNotFound)
 const keyId = idFlag("key", ApiKeyId, WireErrors.ApiKeyNotFound)
+const brokerId = idFlag("broker", BrokerId, WireErrors.BrokerNotFound)
 const endpointId = idFlag("endpoint", WebhookEndpointId, WireErrors.WebhookEndpointNotFound)
 const deliveryId = idFlag("delivery", DeliveryId, WireErrors.DeliveryNotFound)
 
@@ -136,6 +140,14 @@ const main = Effect.gen(function*() {
               api_key_id: values["api-key-id"],
               api_secret_key: values["api-secret-key"]
             }
+          })
+        })
+      case "replace-broker-credentials":
+        return yield* admin.replaceBrokerCredentials({
+          path: { broker_id: yield* brokerId(values) },
+          payload: yield* decode(AlpacaCredentials, {
+            api_key_id: values["api-key-id"],
+            api_secret_key: values["api-secret-key"]
           })
         })
       case "create-webhook":

@@ -9,6 +9,7 @@ import { Delivery, EventType, WebhookEndpoint } from "../domain/Webhook.js"
 import {
   ApiKeyNotFoundResponse,
   BrokerCredentialsInvalidResponse,
+  BrokerNotFoundResponse,
   BrokerUnreachableResponse,
   DeliveryNotFoundResponse,
   pathId,
@@ -126,6 +127,7 @@ const DeliveriesQuery = Schema.Struct({
 })
 
 const UserPath = Schema.Struct({ user_id: pathId(UserId, "UserNotFound") })
+const BrokerPath = Schema.Struct({ broker_id: pathId(BrokerId, "BrokerNotFound") })
 const EndpointPath = Schema.Struct({ endpoint_id: pathId(WebhookEndpointId, "WebhookEndpointNotFound") })
 
 /** The operator API: it stands in for the customers' dashboard. */
@@ -166,6 +168,16 @@ export class AdminApi extends HttpApiGroup.make("admin")
       .setPayload(CreateBrokerPayload)
       .addSuccess(BrokerView, { status: 201 })
       .addError(UserNotFoundResponse)
+      .addError(UnprocessableResponse)
+      .addError(BrokerCredentialsInvalidResponse)
+      .addError(BrokerUnreachableResponse)
+  )
+  .add(
+    HttpApiEndpoint.put("replaceBrokerCredentials", "/brokers/:broker_id/credentials")
+      .setPath(BrokerPath)
+      .setPayload(AlpacaCredentials)
+      .addSuccess(BrokerView)
+      .addError(BrokerNotFoundResponse)
       .addError(UnprocessableResponse)
       .addError(BrokerCredentialsInvalidResponse)
       .addError(BrokerUnreachableResponse)

@@ -77,6 +77,7 @@ const notFoundTags = [
   "IntentNotFound",
   "UserNotFound",
   "ApiKeyNotFound",
+  "BrokerNotFound",
   "WebhookEndpointNotFound",
   "DeliveryNotFound"
 ] as const satisfies ReadonlyArray<keyof WireErrors>

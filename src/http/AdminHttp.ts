@@ -19,6 +19,8 @@ export const AdminHttpLive = HttpApiBuilder.group(Api, "admin", (handlers) =>
       .handle("revokeApiKey", ({ path }) => operators.revokeApiKey(path.key_id))
       .handle("createBroker", ({ path, payload }) =>
         Effect.map(operators.createBroker(path.user_id, payload), (broker) => new BrokerView(broker)))
+      .handle("replaceBrokerCredentials", ({ path, payload }) =>
+        Effect.map(operators.replaceBrokerCredentials(path.broker_id, payload), (broker) => new BrokerView(broker)))
       .handle("createWebhookEndpoint", ({ path, payload }) =>
         Effect.map(
           webhooks.createEndpoint(path.user_id, payload),

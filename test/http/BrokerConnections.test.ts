@@ -196,6 +196,62 @@ for (const [name, server] of servers) {
           expect(Schema.decodeUnknownSync(Schema.parseJson(Schema.Unknown))(plain)).toEqual(fakeAlpacaCredentials)
         }))
     })
+
+    describe("PUT /admin/v1/brokers/{broker_id}/credentials", () => {
+      const replace = (brokerId: string, body: unknown) => admin("PUT", `/brokers/${brokerId}/credentials`, body)
+      const statusOf = (brokerId: string) =>
+        Effect.flatMap(SqlClient.SqlClient, (sql) =>
+          sql<{ readonly status: string; readonly credentials: string | null }>`
+            SELECT status, credentials FROM broker_connections WHERE id = ${brokerId}`).pipe(
+            Effect.map(([row]) => row),
+            Effect.orDie
+          )
+
+      it.effect("an invalid connection with new credentials Alpaca accepts: verified in its environment, 200 and active", () =>
+        Effect.gen(function*() {
+          const { live, paper } = yield* FakeAlpacas
+          paper.reset()
+          live.reset()
+          const { userId } = yield* newUser
+          const created = bodyOf(WithId, yield* connect(userId, alpaca({ environment: "live" })))
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`UPDATE broker_connections SET status = 'invalid' WHERE id = ${created.id}`.pipe(Effect.orDie)
+          const before = yield* statusOf(created.id)
+          live.addCredentials("PKROTATED", "rotated-secret-value")
+          const reply = yield* replace(created.id, { api_key_id: "PKROTATED", api_secret_key: "rotated-secret-value" })
+          expect(reply.status).toBe(200)
+          expect(reply.body).toMatchObject({ id: created.id, environment: "live", status: "active" })
+          expect(reply.text).not.toContain("rotated-secret-value")
+          expect(restCalls(live).at(-1)?.headers).toMatchObject({ "apca-api-key-id": "PKROTATED" })
+          expect(restCalls(paper)).toEqual([])
+          const after = yield* statusOf(created.id)
+          expect(after?.status).toBe("active")
+          expect(after?.credentials).not.toBe(before?.credentials)
+        }))
+
+      it.effect("credentials Alpaca refuses: 422 and nothing changes; unknown or mock connection: 404; a bad body: 400", () =>
+        Effect.gen(function*() {
+          const { paper } = yield* FakeAlpacas
+          paper.reset()
+          const { brokerId: mockId, userId } = yield* newUser
+          const created = bodyOf(WithId, yield* connect(userId, alpaca()))
+          const before = yield* statusOf(created.id)
+          const refusedReply = yield* replace(created.id, { api_key_id: "AKWRONG", api_secret_key: "wrong-secret-value" })
+          expectError(refusedReply, 422, "broker_credentials_invalid", "Alpaca refused the credentials")
+          expect(yield* statusOf(created.id)).toEqual(before)
+          const body = { api_key_id: "AK", api_secret_key: "secret" }
+          expectError(yield* replace(crypto.randomUUID(), body), 404, "broker_not_found", "Broker connection not found")
+          expectError(yield* replace("not-a-uuid", body), 404, "broker_not_found", "Broker connection not found")
+          expectError(yield* replace(mockId, body), 404, "broker_not_found", "Broker connection not found")
+          expectError(
+            yield* replace(created.id, { api_key_id: "AK" }),
+            400,
+            "validation_error",
+            "api_secret_key is required"
+          )
+          expect(yield* statusOf(created.id)).toEqual(before)
+        }))
+    })
   })
 
 }

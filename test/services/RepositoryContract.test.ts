@@ -45,6 +45,29 @@ for (const [name, backend] of backends) {
           expect(Option.isNone(yield* accounts.findUser(UserId.make(uuid())))).toBe(true)
         }))
 
+      it.effect("a connection refused becomes invalid only if its credentials are still the refused ones; replaced, active", () =>
+        Effect.gen(function*() {
+          const accounts = yield* AccountRepository
+          const { liveBroker, testBroker } = yield* seedUser
+          const statusOf = (id: typeof liveBroker.id) =>
+            Effect.map(accounts.findBrokerSecrets(id), Option.map((s) => [s.status, s.credentials]))
+          const listed = () => Effect.map(accounts.listActiveBrokers("alpaca"), (ids) => ids.includes(liveBroker.id))
+
+          // A refusal of credentials replaced meanwhile changes nothing.
+          yield* accounts.markBrokerInvalid(liveBroker.id, "v0:older-ciphertext")
+          expect(yield* statusOf(liveBroker.id)).toStrictEqual(Option.some(["active", "v1:ciphertext"]))
+          yield* accounts.markBrokerInvalid(liveBroker.id, "v1:ciphertext")
+          expect(yield* statusOf(liveBroker.id)).toStrictEqual(Option.some(["invalid", "v1:ciphertext"]))
+          expect(yield* listed()).toBe(false)
+
+          const replaced = yield* accounts.replaceBrokerCredentials(liveBroker.id, "v1:new-ciphertext")
+          expect(Option.map(replaced, (b) => [b.id, b.status])).toStrictEqual(Option.some([liveBroker.id, "active"]))
+          expect(yield* statusOf(liveBroker.id)).toStrictEqual(Option.some(["active", "v1:new-ciphertext"]))
+          expect(yield* listed()).toBe(true)
+          // A connection without credentials (the mock's) has none to replace.
+          expect(Option.isNone(yield* accounts.replaceBrokerCredentials(testBroker.id, "v1:x"))).toBe(true)
+        }))
+
       it.effect("finds API keys by hash with their user, lists them, revokes once", () =>
         Effect.gen(function*() {
           const accounts = yield* AccountRepository

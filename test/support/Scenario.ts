@@ -7,7 +7,7 @@ import * as Harness from "./Harness.js"
 import { ADMIN_TOKEN, client, send } from "./TestServer.js"
 
 /** A raw operator request, for assertions on the wire (statuses, error bodies, malformed input). */
-export const admin = (method: "GET" | "POST" | "DELETE", path: string, json?: unknown) =>
+export const admin = (method: "GET" | "POST" | "PUT" | "DELETE", path: string, json?: unknown) =>
   send(method, `/admin/v1${path}`, { json, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
 
 /** The typed operator client on the test server. */

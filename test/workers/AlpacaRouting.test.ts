@@ -281,7 +281,7 @@ for (const [name, database] of backends) {
     })
 
     describe("credentials", () => {
-      it.effect("credentials Alpaca starts refusing: the intent fails with the reason, the connection is invalid", () =>
+      it.effect("credentials Alpaca starts refusing: the intent fails with the reason, the connection is invalid until they are replaced", () =>
         Effect.gen(function*() {
           const fake = yield* FakeAlpacaServer
           const accounts = yield* AccountRepository
@@ -301,6 +301,20 @@ for (const [name, database] of backends) {
           expect(intent).toMatchObject({ status: "failed", status_reason: "Alpaca refused the credentials", orders: [] })
           const secrets = yield* accounts.findBrokerSecrets(broker.id)
           expect(Option.map(secrets, (s) => s.status)).toStrictEqual(Option.some("invalid"))
+          // Every later intent fails without calling Alpaca, until the credentials are replaced.
+          const posts = () => fake.requests().filter((r) => r.method === "POST" && r.headers["apca-api-key-id"] === "soon-revoked")
+          const postsBefore = posts().length
+          const again = yield* submit({ brokerId: broker.id, creator: { ...owner, intentsPerMonth: 100 } }, "KEYS")
+          expect(yield* until(owner, again.id)).toMatchObject({ status: "failed", status_reason: "Alpaca refused the credentials" })
+          expect(posts()).toHaveLength(postsBefore)
+          fake.addCredentials("replacement", "new-secret")
+          const replaced = yield* operators.replaceBrokerCredentials(broker.id, {
+            api_key_id: "replacement",
+            api_secret_key: "new-secret"
+          })
+          expect(replaced.status).toBe("active")
+          const afterwards = yield* submit({ brokerId: broker.id, creator: { ...owner, intentsPerMonth: 100 } }, "KEYS")
+          expect(yield* until(owner, afterwards.id)).toMatchObject({ status: "filled" })
         }))
     })
   })

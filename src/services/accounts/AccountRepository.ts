@@ -86,8 +86,13 @@ export class AccountRepository extends Context.Tag("AccountRepository")<AccountR
   readonly findBroker: (userId: UserId, id: string) => Effect.Effect<Option.Option<BrokerConnection>>
   /** A connection's environment and credentials, for the broker acting on it (never for a response). */
   readonly findBrokerSecrets: (id: BrokerId) => Effect.Effect<Option.Option<BrokerSecrets>>
-  /** The broker refused the connection's credentials: `invalid` until they are replaced. */
-  readonly markBrokerInvalid: (id: BrokerId) => Effect.Effect<void>
+  /**
+   * The broker refused the connection's credentials `refused` (as stored, encrypted): `invalid`
+   * until they are replaced. Credentials replaced meanwhile are not marked.
+   */
+  readonly markBrokerInvalid: (id: BrokerId, refused: string) => Effect.Effect<void>
+  /** New credentials (encrypted) for a connection that has some: `active` again. None if there is no such connection. */
+  readonly replaceBrokerCredentials: (id: BrokerId, credentials: string) => Effect.Effect<Option.Option<BrokerConnection>>
   /** The ids of the active connections of one kind of broker. */
   readonly listActiveBrokers: (kind: BrokerKind) => Effect.Effect<ReadonlyArray<BrokerId>>
 }>() {

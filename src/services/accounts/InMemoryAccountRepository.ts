@@ -101,12 +101,23 @@ export const make = Effect.gen(function*() {
           status: broker.status,
           credentials: s.credentials.get(id) ?? null
         }))),
-    markBrokerInvalid: (id) =>
+    markBrokerInvalid: (id, refused) =>
       Ref.update(state, (s) => {
         const broker = s.brokers.get(id)
-        return broker === undefined
+        return broker === undefined || s.credentials.get(id) !== refused
           ? s
           : { ...s, brokers: withEntry(s.brokers, id, new BrokerConnection({ ...broker, status: "invalid" })) }
+      }),
+    replaceBrokerCredentials: (id, credentials) =>
+      Ref.modify(state, (s) => {
+        const broker = s.brokers.get(id)
+        if (broker === undefined || (s.credentials.get(id) ?? null) === null) return [Option.none(), s]
+        const active = new BrokerConnection({ ...broker, status: "active" })
+        return [Option.some(active), {
+          ...s,
+          brokers: withEntry(s.brokers, id, active),
+          credentials: withEntry(s.credentials, id, credentials)
+        }]
       }),
     listActiveBrokers: (kind) =>
       Effect.map(Ref.get(state), (s) =>

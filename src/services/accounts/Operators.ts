@@ -8,6 +8,7 @@ import {
   type ApiKeyScope,
   BrokerCredentialsInvalid,
   type BrokerEnvironment,
+  BrokerNotFound,
   type BrokerKind,
   brokerKindMode,
   BrokerUnreachable,
@@ -159,6 +160,24 @@ export class Operators extends Effect.Service<Operators>()("Operators", {
       })
     })
 
+    /**
+     * New credentials for an Alpaca connection (after Alpaca refused the old ones, or to rotate
+     * them): checked with Alpaca in the connection's environment first, then stored encrypted and
+     * the connection `active` again. Nothing changes if Alpaca refuses them or cannot be reached.
+     */
+    const replaceBrokerCredentials = Effect.fn("Operators.replaceBrokerCredentials")(function*(
+      brokerId: BrokerId,
+      input: { readonly api_key_id: string; readonly api_secret_key: string }
+    ) {
+      const current = yield* accounts.findBrokerSecrets(brokerId)
+      if (Option.isNone(current) || current.value.credentials === null) return yield* new BrokerNotFound()
+      const { credentials } = yield* checkedAlpaca(current.value.environment ?? "paper", input)
+      return yield* Effect.flatMap(
+        accounts.replaceBrokerCredentials(brokerId, credentials),
+        Option.match({ onNone: () => Effect.fail(new BrokerNotFound()), onSome: Effect.succeed })
+      )
+    })
+
     return {
       createUser,
       getUser: requireUser,
@@ -171,7 +190,8 @@ export class Operators extends Effect.Service<Operators>()("Operators", {
             (revoked) => revoked,
             () => new ApiKeyNotFound()
           )).pipe(Effect.zipRight(keyCache.invalidate(keyId))),
-      createBroker
+      createBroker,
+      replaceBrokerCredentials
     } as const
   })
 }) {}

@@ -171,8 +171,17 @@ export const make = Effect.gen(function*() {
       sql`SELECT id, kind, environment, status, credentials FROM broker_connections WHERE id = ${id}`
   })
   const updateInvalid = SqlSchema.void({
-    Request: BrokerId,
-    execute: (id) => sql`UPDATE broker_connections SET status = 'invalid' WHERE id = ${id}`
+    Request: Schema.Struct({ id: BrokerId, refused: Schema.String }),
+    execute: ({ id, refused }) =>
+      sql`UPDATE broker_connections SET status = 'invalid' WHERE id = ${id} AND credentials = ${refused}`
+  })
+  const updateCredentials = SqlSchema.findOne({
+    Request: Schema.Struct({ id: BrokerId, credentials: Schema.String }),
+    Result: BrokerView,
+    execute: ({ credentials, id }) =>
+      sql`UPDATE broker_connections SET credentials = ${credentials}, status = 'active'
+          WHERE id = ${id} AND credentials IS NOT NULL
+          RETURNING ${sql.literal(brokerColumns)}`
   })
   const selectActive = SqlSchema.findAll({
     Request: BrokerKind,
@@ -258,12 +267,16 @@ export const make = Effect.gen(function*() {
       return yield* selectSecrets(id)
     }, orDie),
 
-    markBrokerInvalid: Effect.fn("AccountRepository.markBrokerInvalid")(function*(id: BrokerId) {
-      yield* updateInvalid(id)
-      for (const [key, known] of brokers) {
-        if (known.id === id) brokers.set(key, new BrokerConnection({ ...known, status: "invalid" }))
-      }
+    markBrokerInvalid: Effect.fn("AccountRepository.markBrokerInvalid")(function*(id: BrokerId, refused: string) {
+      yield* updateInvalid({ id, refused })
     }, orDie),
+
+    replaceBrokerCredentials: Effect.fn("AccountRepository.replaceBrokerCredentials")(
+      function*(id: BrokerId, credentials: string) {
+        return Option.map(yield* updateCredentials({ id, credentials }), toBroker)
+      },
+      orDie
+    ),
 
     listActiveBrokers: Effect.fn("AccountRepository.listActiveBrokers")(function*(kind: BrokerKind) {
       return (yield* selectActive(kind)).map((row) => row.id)

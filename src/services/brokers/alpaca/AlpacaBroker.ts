@@ -1,3 +1,5 @@
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { identity } from "effect/Function"
 import * as Option from "effect/Option"
@@ -27,7 +29,12 @@ const StoredCredentials = Schema.parseJson(Schema.Struct({ api_key_id: Schema.St
 /** What a call needs to act for a connection: where its environment is and how it signs in. */
 interface Account extends AlpacaClient.Credentials {
   readonly streamUrl: string
+  /** The credentials as stored (encrypted): which ones a refusal is about. */
+  readonly stored: string
 }
+
+/** How long a connection's decrypted credentials are kept: replaced ones are used within this. */
+const CREDENTIALS_CACHED_FOR = Duration.seconds(30)
 
 /** An event of the `trade_updates` stream as the order it leaves, with the one execution it reports. */
 const fromTradeUpdate = (update: AlpacaSchemas.TradeUpdate): BrokerOrder => {
@@ -56,20 +63,22 @@ export const make = (options: AlpacaOptions) =>
     const accounts = yield* AccountRepository
     const cipher = yield* CredentialsCipher
     const client = yield* AlpacaClient.make({ timeout: options.timeout })
-    const known = new Map<BrokerId, Account>()
+    const known = new Map<BrokerId, { readonly account: Account; readonly until: number }>()
 
-    const accountOf = (environment: BrokerEnvironment, credentials: BrokerCredentials): Account => ({
+    const accountOf = (environment: BrokerEnvironment, credentials: BrokerCredentials, stored = ""): Account => ({
       baseUrl: options.endpoints[environment].api,
       streamUrl: options.endpoints[environment].stream,
       apiKeyId: credentials.apiKeyId,
-      apiSecretKey: credentials.apiSecretKey
+      apiSecretKey: credentials.apiSecretKey,
+      stored
     })
 
     /** The connection's account; refused at once when the connection is known to be invalid. */
     const account = (id: BrokerId) =>
       Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
         const cached = known.get(id)
-        if (cached !== undefined) return cached
+        if (cached !== undefined && cached.until > now) return cached.account
         const secrets = yield* accounts.findBrokerSecrets(id)
         if (Option.isNone(secrets) || secrets.value.credentials === null) {
           return yield* new BrokerUnavailable({ detail: "The broker connection holds no Alpaca credentials" })
@@ -82,9 +91,24 @@ export const make = (options: AlpacaOptions) =>
         const found = accountOf(secrets.value.environment ?? "paper", {
           apiKeyId: stored.api_key_id,
           apiSecretKey: Redacted.make(stored.api_secret_key)
-        })
-        known.set(id, found)
+        }, secrets.value.credentials)
+        known.set(id, { account: found, until: now + Duration.toMillis(CREDENTIALS_CACHED_FOR) })
         return found
+      })
+
+    /**
+     * Alpaca refused `used`: the connection becomes invalid, unless its credentials were replaced
+     * since they were read (then the call is worth making again with the new ones).
+     */
+    const refusedWith = (id: BrokerId, used: Account) =>
+      Effect.gen(function*() {
+        known.delete(id)
+        const current = yield* accounts.findBrokerSecrets(id)
+        if (Option.isSome(current) && current.value.credentials !== used.stored) {
+          return yield* new BrokerUnavailable({ detail: "The connection's credentials were replaced meanwhile" })
+        }
+        yield* accounts.markBrokerInvalid(id, used.stored)
+        return yield* refused()
       })
 
     /** Runs a call for a connection; Alpaca's refusal of the credentials marks the connection invalid. */
@@ -92,17 +116,13 @@ export const make = (options: AlpacaOptions) =>
       connection: Connection,
       call: (account: Account) => Effect.Effect<A, E | AlpacaClient.AlpacaCredentialsRefused>
     ) =>
-      Effect.flatMap(account(connection.id), call).pipe(
-        Effect.catchIf(
-          (error): error is AlpacaClient.AlpacaCredentialsRefused =>
-            error instanceof AlpacaClient.AlpacaCredentialsRefused,
-          () =>
-            Effect.zipRight(
-              Effect.sync(() => known.delete(connection.id)).pipe(Effect.zipRight(accounts.markBrokerInvalid(connection.id))),
-              Effect.fail(refused())
-            )
-        )
-      )
+      Effect.flatMap(account(connection.id), (found) =>
+        call(found).pipe(
+          Effect.catchIf(
+            (error): error is AlpacaClient.AlpacaCredentialsRefused => error instanceof AlpacaClient.AlpacaCredentialsRefused,
+            () => refusedWith(connection.id, found)
+          )
+        ))
 
     /** The order with its executions, read only when Alpaca's filled total exceeds what is recorded. */
     const withFills = (account: Account, order: AlpacaSchemas.Order, recorded: number) =>
@@ -184,12 +204,10 @@ export const make = (options: AlpacaOptions) =>
                 Stream.map((event): BrokerUpdate =>
                   event._tag === "Connected" ? event : { _tag: "Order", order: fromTradeUpdate(event.update) }
                 ),
+                // Replaced credentials end this stream as well: the next one starts with them.
                 Stream.catchTag("AlpacaCredentialsRefused", () =>
                   Stream.fromEffect(
-                    Effect.sync(() => known.delete(connection.id)).pipe(
-                      Effect.zipRight(accounts.markBrokerInvalid(connection.id)),
-                      Effect.zipRight(Effect.fail(refused()))
-                    )
+                    refusedWith(connection.id, found).pipe(Effect.catchTag("BrokerUnavailable", () => Effect.fail(refused())))
                   ))
               )
             )
