@@ -11,6 +11,8 @@ import { BrokerGateway } from "./services/brokers/BrokerGateway.js"
 import { CredentialsCipher } from "./services/CredentialsCipher.js"
 import { Health } from "./services/Health.js"
 import { IdGenerator } from "./services/IdGenerator.js"
+import { EventRepository } from "./services/events/EventRepository.js"
+import { Events } from "./services/events/Events.js"
 import { IntentRepository } from "./services/intents/IntentRepository.js"
 import { Intents } from "./services/intents/Intents.js"
 import { RateLimiter } from "./services/RateLimiter.js"
@@ -54,6 +56,7 @@ const rateLimiter = (store: RateLimitStore | undefined) => {
 export const ports = (options: ServiceOptions) =>
   Layer.mergeAll(
     IntentRepository.layerSql({ creationQueue: options.creationQueue }),
+    EventRepository.layerSql,
     RoutingRepository.layerSql,
     WebhookRepository.layerSql,
     WebhookSigner.layer,
@@ -74,6 +77,7 @@ export const ports = (options: ServiceOptions) =>
 export const portsInMemory = (options: ServiceOptions) =>
   Layer.mergeAll(
     IntentRepository.layerInMemory,
+    EventRepository.layerInMemory,
     WebhookRepository.layerInMemory,
     WebhookSigner.layer,
     BrokerGateway.layerInMemory({ alpaca: options.alpaca ?? AlpacaConfig.defaults }).pipe(
@@ -96,7 +100,7 @@ export interface WorkerOptions {
 
 /** The use cases over the given ports: swap one port to test what sits above it. */
 export const withPorts = <ROut, E, R>(ports: Layer.Layer<ROut, E, R>) =>
-  Layer.merge(Intents.Default, Webhooks.Default).pipe(
+  Layer.mergeAll(Intents.Default, Events.Default, Webhooks.Default).pipe(
     Layer.provideMerge(Operators.Default),
     Layer.provideMerge(ApiKeyCache.Default),
     Layer.provideMerge(ports)

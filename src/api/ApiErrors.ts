@@ -13,6 +13,7 @@ import {
 import { Forbidden, QuotaExceeded, RateLimited, Unauthorized } from "../domain/Auth.js"
 import type { WireError } from "../domain/Errors.js"
 import { InternalError, Unavailable, Unprocessable, ValidationError, WireErrors } from "../domain/Errors.js"
+import { EventNotFound } from "../domain/Event.js"
 import { DuplicateIntent, IntentNotCancelable, IntentNotFound } from "../domain/Intent.js"
 import { DeliveryNotFound, WebhookEndpointDisabled, WebhookEndpointNotFound } from "../domain/Webhook.js"
 import { CurrentRequestId } from "./RequestId.js"
@@ -57,6 +58,7 @@ export const UnauthorizedResponse = wire(Unauthorized)
 export const ForbiddenResponse = wire(Forbidden)
 export const BrokerNotFoundResponse = wire(BrokerNotFound)
 export const IntentNotFoundResponse = wire(IntentNotFound)
+export const EventNotFoundResponse = wire(EventNotFound)
 export const UserNotFoundResponse = wire(UserNotFound)
 export const ApiKeyNotFoundResponse = wire(ApiKeyNotFound)
 export const WebhookEndpointNotFoundResponse = wire(WebhookEndpointNotFound)
@@ -75,6 +77,7 @@ export const UnavailableResponse = wire(Unavailable)
 /** The typed errors that say an id names nothing. */
 const notFoundTags = [
   "IntentNotFound",
+  "EventNotFound",
   "UserNotFound",
   "ApiKeyNotFound",
   "BrokerNotFound",

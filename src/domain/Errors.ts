@@ -20,6 +20,7 @@ export const WireErrors = {
   Forbidden: { status: 403, code: "forbidden", detail: "This API key does not have permission for this resource" },
   BrokerNotFound: { status: 404, code: "broker_not_found", detail: "Broker connection not found" },
   IntentNotFound: { status: 404, code: "not_found", detail: "Trade Intent not found" },
+  EventNotFound: { status: 404, code: "not_found", detail: "Event not found" },
   UserNotFound: { status: 404, code: "user_not_found", detail: "User not found" },
   ApiKeyNotFound: { status: 404, code: "api_key_not_found", detail: "API key not found" },
   WebhookEndpointNotFound: { status: 404, code: "webhook_endpoint_not_found", detail: "Webhook endpoint not found" },

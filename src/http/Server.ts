@@ -10,11 +10,12 @@ import * as ApiMiddleware from "./ApiMiddleware.js"
 import { AdminAuthLive, ApiKeyAuthLive } from "./Auth.js"
 import * as Edge from "./Edge.js"
 import { HealthHttpLive } from "./HealthHttp.js"
+import { EventsHttpLive } from "./EventsHttp.js"
 import { IntentsHttpLive } from "./IntentsHttp.js"
 
 /** The API definition with its handlers. */
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([IntentsHttpLive, AdminHttpLive, HealthHttpLive])
+  Layer.provide([IntentsHttpLive, EventsHttpLive, AdminHttpLive, HealthHttpLive])
 )
 
 /** What the HTTP side is configured with: the operator token and the failed-authentication limit. */

@@ -11,6 +11,7 @@ import UnloggedRateLimits from "./migrations/0006_unlogged_rate_limits.js"
 import RoutingJobVersions from "./migrations/0007_routing_job_versions.js"
 import WebhookClaimIndexes from "./migrations/0008_webhook_claim_indexes.js"
 import BrokerEnvironments from "./migrations/0009_broker_environments.js"
+import EventFeed from "./migrations/0010_event_feed.js"
 
 /** Every migration, statically imported so that a bundled build finds them. */
 export const loader = Migrator.fromRecord({
@@ -22,7 +23,8 @@ export const loader = Migrator.fromRecord({
   "0006_unlogged_rate_limits": UnloggedRateLimits,
   "0007_routing_job_versions": RoutingJobVersions,
   "0008_webhook_claim_indexes": WebhookClaimIndexes,
-  "0009_broker_environments": BrokerEnvironments
+  "0009_broker_environments": BrokerEnvironments,
+  "0010_event_feed": EventFeed
 })
 
 export const run = Migrator.make({})({ loader })
