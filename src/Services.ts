@@ -13,6 +13,7 @@ import { Health } from "./services/Health.js"
 import { IdGenerator } from "./services/IdGenerator.js"
 import { EventRepository } from "./services/events/EventRepository.js"
 import { Events } from "./services/events/Events.js"
+import { EventStreams } from "./services/events/EventStreams.js"
 import { IntentRepository } from "./services/intents/IntentRepository.js"
 import { Intents } from "./services/intents/Intents.js"
 import { RateLimiter } from "./services/RateLimiter.js"
@@ -100,7 +101,7 @@ export interface WorkerOptions {
 
 /** The use cases over the given ports: swap one port to test what sits above it. */
 export const withPorts = <ROut, E, R>(ports: Layer.Layer<ROut, E, R>) =>
-  Layer.mergeAll(Intents.Default, Events.Default, Webhooks.Default).pipe(
+  Layer.mergeAll(Intents.Default, Events.Default, EventStreams.Default, Webhooks.Default).pipe(
     Layer.provideMerge(Operators.Default),
     Layer.provideMerge(ApiKeyCache.Default),
     Layer.provideMerge(ports)

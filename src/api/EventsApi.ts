@@ -1,12 +1,13 @@
 import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { rule } from "../domain/Errors.js"
 import { EventCursorFromString, IntentEvent } from "../domain/Event.js"
 import { IntentId } from "../domain/Ids.js"
 import { EventType } from "../domain/Webhook.js"
-import { EventNotFoundResponse, IntentNotFoundResponse, pathId } from "./ApiErrors.js"
+import { EventNotFoundResponse, IntentNotFoundResponse, pathId, RateLimitedResponse } from "./ApiErrors.js"
 import { ApiKeyAuth } from "./Security.js"
 
 const Limit = Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 100)).annotations(
@@ -38,6 +39,19 @@ export class EventsApi extends HttpApiGroup.make("events")
       .setUrlParams(ListEventsParams)
       .addSuccess(EventFeedPage)
       .annotate(OpenApi.Summary, "List events in commit order, from a cursor")
+  )
+  .add(
+    HttpApiEndpoint.get("streamEvents", "/events/stream")
+      .setUrlParams(Schema.Struct({ after: Schema.optional(EventCursorFromString) }))
+      .setHeaders(Schema.Struct({ "last-event-id": Schema.optional(EventCursorFromString) }))
+      .addSuccess(HttpApiSchema.Text({ contentType: "text/event-stream" }))
+      .addError(RateLimitedResponse)
+      .annotate(OpenApi.Summary, "Follow events as they commit (Server-Sent Events)")
+      .annotate(
+        OpenApi.Description,
+        "One `data:` line per event (the envelope) with its cursor as `id:`; resumes after `Last-Event-ID` " +
+          "or `?after=`, from now on without either; a comment line every 15 s when idle; at most 5 open per API key."
+      )
   )
   .add(
     HttpApiEndpoint.get("getEvent", "/events/:event_id")

@@ -1,14 +1,20 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
 import { Api } from "../api/Api.js"
 import { EventFeedPage, EventTimeline } from "../api/EventsApi.js"
 import { CurrentPrincipal } from "../api/Security.js"
+import { RateLimited } from "../domain/Auth.js"
 import { formatCursor } from "../domain/Event.js"
 import { Events } from "../services/events/Events.js"
+import { EventStreams, MAX_STREAMS_PER_KEY } from "../services/events/EventStreams.js"
 
 export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
   Effect.gen(function*() {
     const events = yield* Events
+    const streams = yield* EventStreams
     return handlers
       .handle("listEvents", ({ urlParams }) =>
         Effect.gen(function*() {
@@ -23,6 +29,25 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
             items: page.items.map((item) => item.event),
             next_cursor: formatCursor(page.nextCursor),
             has_more: page.hasMore
+          })
+        }))
+      .handle("streamEvents", ({ headers, urlParams }) =>
+        Effect.gen(function*() {
+          const principal = yield* CurrentPrincipal
+          if (!(yield* streams.admit(principal.keyId))) {
+            return yield* new RateLimited({
+              retry_after: 5,
+              detail: `At most ${MAX_STREAMS_PER_KEY} event streams may be open at once per API key`
+            })
+          }
+          const after = Option.orElse(
+            Option.fromNullable(headers["last-event-id"]),
+            () => Option.fromNullable(urlParams.after)
+          )
+          const frames = streams.follow(principal.owner, after).pipe(Stream.ensuring(streams.release(principal.keyId)))
+          return HttpServerResponse.stream(Stream.encodeText(frames), {
+            contentType: "text/event-stream",
+            headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
           })
         }))
       .handle("getEvent", ({ path }) =>

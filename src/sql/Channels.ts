@@ -3,6 +3,9 @@ import * as Schema from "effect/Schema"
 /** The channel a commit that adds routing work notifies, so that workers wake at once. */
 export const ROUTING_CHANNEL = "routing_jobs"
 
+/** The channel a commit that writes events notifies, with `<user id>:<mode>` of each. */
+export const EVENTS_CHANNEL = "intent_events"
+
 /** The channel a commit that makes a webhook delivery due notifies. */
 export const WEBHOOK_CHANNEL = "webhook_deliveries"
 

@@ -8,7 +8,7 @@ import * as Schema from "effect/Schema"
 import { IntentId } from "../domain/Ids.js"
 import { Fill, Order, TradeIntent } from "../domain/Intent.js"
 import { eventType, type JobKind, type RoutingState, type Transition } from "../domain/Routing.js"
-import { ROUTING_CHANNEL, WEBHOOK_CHANNEL } from "./Channels.js"
+import { EVENTS_CHANNEL, ROUTING_CHANNEL, WEBHOOK_CHANNEL } from "./Channels.js"
 import * as Tables from "./Tables.js"
 
 /** A timestamp column as the API writes it: ISO 8601 UTC with milliseconds and `Z`. */
@@ -62,6 +62,10 @@ export const eventTables = (
           ON w.user_id = event.user_id AND w.mode = event.mode AND w.disabled_at IS NULL AND w.events @> to_jsonb(event.type)
         RETURNING 1
       )`
+
+/** Wakes the event streams of each user and mode `event` (of `eventTables`) wrote to, at commit. */
+export const EVENTS_WRITTEN =
+  `(SELECT count(pg_notify('${EVENTS_CHANNEL}', user_id::text || ':' || mode)) FROM event) AS events_written`
 
 /** Wakes the delivery workers at commit when `deliveries` (of `eventTables`) made any. */
 export const DELIVERIES_DUE = `(SELECT pg_notify('${WEBHOOK_CHANNEL}', 'due') FROM (SELECT 1 FROM deliveries LIMIT 1) due)`
@@ -125,7 +129,7 @@ export const make = (sql: SqlClient.SqlClient, newEventId: Effect.Effect<string>
                 RETURNING *
               ), ${eventTables(sql, sql`changed i`, { id: sql`${eventId}`, type: eventType(transition.status), at: sql`${at}` })}
               ${also === undefined ? sql`` : sql`, ${also}`}
-              SELECT ${sql.literal(DELIVERIES_DUE)}`).pipe(Effect.asVoid)
+              SELECT ${sql.literal(DELIVERIES_DUE)}, ${sql.literal(EVENTS_WRITTEN)}`).pipe(Effect.asVoid)
         : also === undefined
         ? Effect.void
         : Effect.asVoid(sql`WITH ${also} SELECT 1`),

@@ -26,6 +26,10 @@ export class EventRepository extends Context.Tag("EventRepository")<EventReposit
    * cursor already returned.
    */
   readonly page: (owner: Owner, query: FeedQuery) => Effect.Effect<EventPage>
+  /** The cursor after the last event `page` lists now: where a reader who wants only new events starts. */
+  readonly head: (owner: Owner) => Effect.Effect<EventCursor>
+  /** Whether events after `after` are committed but not yet listed (an older transaction is in flight). */
+  readonly heldBack: (owner: Owner, after: EventCursor) => Effect.Effect<boolean>
   readonly find: (owner: Owner, id: string, since: DateTime.Utc) => Effect.Effect<Option.Option<IntentEvent>>
   /** An intent's events, oldest first; none if the intent is not `owner`'s. */
   readonly timeline: (

@@ -3,7 +3,7 @@ import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
-import type { IntentEvent } from "../../domain/Event.js"
+import { FEED_START, type IntentEvent } from "../../domain/Event.js"
 import type { IntentId, Owner } from "../../domain/Ids.js"
 import type { EventRepository } from "./EventRepository.js"
 
@@ -41,6 +41,13 @@ export const makeContext = (tag: typeof EventRepository) =>
           }))
           return { items, nextCursor: items.at(-1)?.cursor ?? query.after, hasMore: matching.length > query.limit }
         }),
+      head: (owner) =>
+        Effect.map(Ref.get(log), (entries) => {
+          const last = entries.filter((entry) => sameOwner(entry.owner, owner)).at(-1)
+          return last === undefined ? FEED_START : { xid: "0", seq: String(last.seq) }
+        }),
+      // Every write is committed at once: nothing waits behind another.
+      heldBack: () => Effect.succeed(false),
       find: (owner, id, since) =>
         Effect.map(Ref.get(log), (entries) =>
           Option.fromNullable(entries.find((entry) => entry.event.id === id && sameOwner(entry.owner, owner) && kept(since)(entry)))

@@ -6,7 +6,7 @@ import * as Effect from "effect/Effect"
 import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { IntentEvent } from "../../domain/Event.js"
+import { type EventCursor, FEED_START, IntentEvent } from "../../domain/Event.js"
 import { IntentId, Mode, UserId } from "../../domain/Ids.js"
 import type { Owner } from "../../domain/Ids.js"
 import { orDie } from "../../sql/Defects.js"
@@ -44,6 +44,27 @@ export const make = Effect.gen(function*() {
             ${q.intent_id === null ? sql`` : sql`AND e.intent_id = ${q.intent_id}`}
           ORDER BY e.xid, e.seq
           LIMIT ${q.limit}`
+  })
+
+  const selectHead = SqlSchema.findOne({
+    Request: Schema.Struct({ user_id: UserId, mode: Mode }),
+    Result: Schema.Struct({ xid: Schema.String, seq: Schema.String }),
+    execute: (q) =>
+      sql`SELECT e.xid::text AS xid, e.seq::text AS seq FROM events e
+          WHERE e.user_id = ${q.user_id} AND e.mode = ${q.mode} AND e.xid < pg_snapshot_xmin(pg_current_snapshot())
+          ORDER BY e.xid DESC, e.seq DESC LIMIT 1`
+  })
+
+  const selectHeldBack = SqlSchema.single({
+    Request: Schema.Struct({ user_id: UserId, mode: Mode, xid: Schema.String, seq: Schema.String }),
+    Result: Schema.Struct({ held: Schema.Boolean }),
+    execute: (q) =>
+      sql`SELECT EXISTS (
+            SELECT 1 FROM events e
+            WHERE e.user_id = ${q.user_id} AND e.mode = ${q.mode}
+              AND (e.xid, e.seq) > (${q.xid}::xid8, ${q.seq}::bigint)
+              AND e.xid >= pg_snapshot_xmin(pg_current_snapshot())
+          ) AS held`
   })
 
   const selectOne = SqlSchema.findOne({
@@ -97,6 +118,14 @@ export const make = Effect.gen(function*() {
       })
       const items = rows.slice(0, query.limit).map((row) => ({ event: row.body, cursor: { xid: row.xid, seq: row.seq } }))
       return { items, nextCursor: items.at(-1)?.cursor ?? query.after, hasMore: rows.length > query.limit }
+    }, orDie),
+
+    head: Effect.fn("EventRepository.head")(function*(owner: Owner) {
+      return Option.getOrElse(yield* selectHead({ user_id: owner.userId, mode: owner.mode }), () => FEED_START)
+    }, orDie),
+
+    heldBack: Effect.fn("EventRepository.heldBack")(function*(owner: Owner, after: EventCursor) {
+      return (yield* selectHeldBack({ user_id: owner.userId, mode: owner.mode, ...after })).held
     }, orDie),
 
     find: Effect.fn("EventRepository.find")(function*(owner: Owner, id: string, since: DateTime.Utc) {

@@ -24,7 +24,7 @@ import type { IntentQuery, IntentRepository, Quota } from "./IntentRepository.js
 import { ROUTING_CHANNEL } from "../../sql/Channels.js"
 import { orDie } from "../../sql/Defects.js"
 import * as Outbox from "../../sql/Outbox.js"
-import { DELIVERIES_DUE, eventTables, intentObject } from "../../sql/Outbox.js"
+import { DELIVERIES_DUE, eventTables, EVENTS_WRITTEN, intentObject } from "../../sql/Outbox.js"
 import * as Tables from "../../sql/Tables.js"
 
 interface Creation {
@@ -103,7 +103,9 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
         type: "intent.created",
         at: sql`i.created_at`
       })}
-        SELECT id, pg_notify(${ROUTING_CHANNEL}, 'submit'), ${sql.literal(DELIVERIES_DUE)} FROM created`
+        SELECT id, pg_notify(${ROUTING_CHANNEL}, 'submit'), ${sql.literal(DELIVERIES_DUE)}, ${
+          sql.literal(EVENTS_WRITTEN)
+        } FROM created`
   })
 
   /** The intents that hold these keys. */
