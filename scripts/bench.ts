@@ -7,7 +7,7 @@
  * DATABASE_URL names the PostgreSQL server (an admin URL; a fresh database is made and dropped);
  * BENCH_DURATION (seconds per measured run, default 5), BENCH_CONNECTIONS (default "10,50") and
  * BENCH_INTENTS (intents per end-to-end and webhook run, default 1000) size the run; BENCH_ONLY
- * (some of create, lookup, e2e, webhooks, alpaca, comma-separated) runs those parts only. The
+ * (some of create, lookup, e2e, webhooks, events, alpaca, comma-separated) runs those parts only. The
  * service's Alpaca endpoints point at a fake Alpaca started in this process.
  */
 import autocannon from "autocannon"
@@ -16,6 +16,7 @@ import { randomBytes } from "node:crypto"
 import os from "node:os"
 import * as FakeAlpaca from "../src/services/brokers/alpaca/FakeAlpaca.js"
 import { alpacaEnv } from "../test/support/Harness.js"
+import { streamLatency } from "./bench/EventStreams.js"
 import { liveEndToEnd } from "./bench/LiveAlpaca.js"
 import { percentile } from "./bench/Percentile.js"
 import { cpuMs, measure, peakRssMiB } from "./bench/ProcessStats.js"
@@ -49,7 +50,7 @@ const FILL_TIMEOUT_MS = 30_000
 const POLL_INTERVAL_MS = 2
 const LOOKUP_IDS = 2_000
 
-const PARTS = ["create", "lookup", "e2e", "webhooks", "alpaca"] as const
+const PARTS = ["create", "lookup", "e2e", "webhooks", "events", "alpaca"] as const
 type Part = (typeof PARTS)[number]
 
 interface Settings {
@@ -388,6 +389,59 @@ const webhooks = async (context: Context, connections: number): Promise<Readonly
   }
 }
 
+/**
+ * The events API: a page of 100 events against the reference's page of 100 rows (both tables
+ * filled first if the creation runs did not), then stream latency with 100 streams open.
+ */
+const eventScenarios = async (context: Context): Promise<ReadonlyArray<Line>> => {
+  const { apiKey, brokerId } = context.account
+  for (let i = 0; i < 60; i++) {
+    const created = await request(`${context.service.baseUrl}/api/v1/intents`, apiKey, {
+      method: "POST",
+      body: marketIntent(`events-${context.runId}-${i}`, brokerId)
+    })
+    expectStatus("POST /api/v1/intents", created, 201)
+    await fetch(`${context.reference.baseUrl}/intents`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(marketIntent(`events-ref-${context.runId}-${i}`, brokerId))
+    }).then((response) => response.text())
+  }
+  await quiesce(context.databaseUrl)
+  const lines: Array<Line> = []
+  for (const connections of context.settings.connections) {
+    console.log(`event pages at ${connections} connections`)
+    const reference = await load(context.settings, { ...context.reference, headers: {} }, connections, {
+      method: "GET",
+      next: () => ({ path: "/intents?page" })
+    })
+    const service = await load(context.settings, serviceTarget(context), connections, {
+      method: "GET",
+      next: () => ({ path: "/api/v1/events?limit=100" })
+    })
+    lines.push(
+      { scenario: "bare SELECT of 100 rows (reference)", ...reference },
+      { scenario: "GET events, page of 100", ...service, reference: "bare SELECT of 100 rows (reference)" }
+    )
+  }
+  console.log("event stream latency, 100 streams")
+  const pid = pidOf(context.service.child)
+  const { cpuMs: cpu, peakMiB, result } = await measure(pid, () =>
+    streamLatency(context.service, { streams: 100, clients: 10, intents: context.settings.intents }))
+  await quiesce(context.databaseUrl)
+  lines.push({
+    scenario: "event stream: commit → arrival, 100 streams",
+    connections: 100,
+    perSecond: result.perSecond,
+    p50Ms: result.p50,
+    p99Ms: result.p99,
+    cpuMs: cpu / result.events,
+    peakMiB,
+    note: `${result.events} events from 10 clients creating`
+  })
+  return lines
+}
+
 /** GET by id and list on the main service; GET by id on the reference and with the other limiter stores. */
 const lookups = async (context: Context): Promise<ReadonlyArray<Line>> => {
   const ids = {
@@ -486,6 +540,9 @@ const goals = (lines: ReadonlyArray<Line>, peakMiB: number): ReadonlyArray<Goal>
     }
   }
   for (const line of lines) {
+    if (line.scenario.startsWith("event stream")) {
+      result.push({ label: "event stream p99 < 50 ms with 100 streams", met: line.p99Ms < 50, value: `${line.p99Ms.toFixed(1)} ms` })
+    }
     if (line.scenario.startsWith("live market intent") && line.connections === 10) {
       result.push({ label: "live intent 201 → filled p99 < 150 ms at 10", met: line.p99Ms < 150, value: `${line.p99Ms.toFixed(1)} ms` })
     }
@@ -561,6 +618,7 @@ const main = async () => {
         lines.push(...(await webhooks(context, connections)))
       }
     }
+    if (parts.includes("events")) lines.push(...(await eventScenarios(context)))
     if (parts.includes("alpaca")) {
       for (const connections of settings.connections) {
         console.log(`live intents through the fake Alpaca at ${connections} connections`)

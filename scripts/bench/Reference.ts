@@ -1,7 +1,7 @@
 /**
  * The bench's reference: a bare `node:http` + `pg` server with a 10-connection pool, doing one
- * INSERT per creation (`POST /intents`) and one SELECT by primary key per lookup
- * (`GET /intents/:id`), with no framework, validation, authentication or limiter. It shows what
+ * INSERT per creation (`POST /intents`), one SELECT by primary key per lookup
+ * (`GET /intents/:id`) and one SELECT of a page of 100 rows (`GET /intents?page`), with no framework, validation, authentication or limiter. It shows what
  * the platform itself can do on this machine. Run as a child process by scripts/bench.ts:
  * `node --import tsx scripts/bench/Reference.ts <database url> <port>`.
  */
@@ -45,6 +45,13 @@ const server = createServer((req, res) => {
         [body.intent_id, body.symbol, body.side, body.quantity, body.order_type, body.broker_id]
       ).then((result) => send(res, 201, result.rows[0]), fail)
     })
+    return
+  }
+  if (req.method === "GET" && req.url === "/intents?page") {
+    pool.query("SELECT * FROM reference_intents ORDER BY created_at, id LIMIT 100").then(
+      (result) => send(res, 200, { items: result.rows }),
+      fail
+    )
     return
   }
   const lookup = req.method === "GET" ? /^\/intents\/([0-9a-f-]{36})$/.exec(req.url ?? "") : null

@@ -56,9 +56,13 @@ export const EventCursorFromString = Schema.String.pipe(
   })
 )
 
-/** A page of the feed: oldest first; `next_cursor` is where the next page starts. */
+/**
+ * A page of the feed: oldest first; `nextCursor` is where the next page starts. Each event is its
+ * JSON envelope exactly as webhooks send it (built by the database from the intent's columns), so
+ * pages and streams pass it on without decoding and encoding it again.
+ */
 export interface EventPage {
-  readonly items: ReadonlyArray<{ readonly event: IntentEvent; readonly cursor: EventCursor }>
+  readonly items: ReadonlyArray<{ readonly json: string; readonly cursor: EventCursor }>
   readonly nextCursor: EventCursor
   readonly hasMore: boolean
 }

@@ -4,7 +4,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { Api } from "../api/Api.js"
-import { EventFeedPage, EventTimeline } from "../api/EventsApi.js"
+import { EventTimeline } from "../api/EventsApi.js"
 import { CurrentPrincipal } from "../api/Security.js"
 import { RateLimited } from "../domain/Auth.js"
 import { formatCursor } from "../domain/Event.js"
@@ -25,11 +25,13 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
             type: urlParams.type,
             intentId: urlParams.intent_id
           })
-          return new EventFeedPage({
-            items: page.items.map((item) => item.event),
-            next_cursor: formatCursor(page.nextCursor),
-            has_more: page.hasMore
-          })
+          // An `EventFeedPage`, written as is: each event is already its JSON envelope.
+          return HttpServerResponse.text(
+            `{"items":[${page.items.map((item) => item.json).join(",")}],"next_cursor":${
+              JSON.stringify(formatCursor(page.nextCursor))
+            },"has_more":${page.hasMore}}`,
+            { contentType: "application/json" }
+          )
         }))
       .handle("streamEvents", ({ headers, urlParams }) =>
         Effect.gen(function*() {
@@ -44,7 +46,10 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
             Option.fromNullable(headers["last-event-id"]),
             () => Option.fromNullable(urlParams.after)
           )
-          const frames = streams.follow(principal.owner, after).pipe(Stream.ensuring(streams.release(principal.keyId)))
+          const frames = streams.follow(principal.owner, after).pipe(
+            Stream.tapErrorCause((cause) => Effect.logWarning("an event stream failed", cause)),
+            Stream.ensuring(streams.release(principal.keyId))
+          )
           return HttpServerResponse.stream(Stream.encodeText(frames), {
             contentType: "text/event-stream",
             headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }

@@ -3,7 +3,8 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { EVENT_RETENTION } from "../../src/domain/Event.js"
+import * as Schema from "effect/Schema"
+import { EVENT_RETENTION, IntentEvent } from "../../src/domain/Event.js"
 import { type Owner, WebhookEndpointId } from "../../src/domain/Ids.js"
 import { allEventTypes } from "../../src/domain/Webhook.js"
 import * as Services from "../../src/Services.js"
@@ -52,7 +53,8 @@ for (const [name, database] of backends) {
           const now = yield* DateTime.now
           const since = DateTime.subtractDuration(now, EVENT_RETENTION)
           const listed = yield* events.page(owner, { after: { xid: "0", seq: "0" }, limit: 10, since })
-          expect(listed.items.map((item) => item.event.data.id)).toEqual([recent.id])
+          expect(listed.items.map((item) => Schema.decodeUnknownSync(Schema.parseJson(IntentEvent))(item.json).data.id))
+            .toEqual([recent.id])
 
           expect(yield* events.purge(since, 1000)).toBe(1)
           expect(yield* events.purge(since, 1000)).toBe(0)

@@ -4,12 +4,10 @@ import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as PubSub from "effect/PubSub"
 import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
-import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { EVENT_RETENTION, type EventCursor, formatCursor, IntentEvent } from "../../domain/Event.js"
+import { EVENT_RETENTION, type EventCursor, formatCursor } from "../../domain/Event.js"
 import type { Owner } from "../../domain/Ids.js"
 import { EVENTS_CHANNEL } from "../../sql/Channels.js"
 import { Notifications } from "../../sql/Database.js"
@@ -28,11 +26,8 @@ const HELD_BACK_RETRY = Duration.millis(20)
 
 const PAGE = 100
 
-const encodeEvent = Schema.encodeSync(IntentEvent)
-
-/** One event as a Server-Sent Event: its cursor as `id`, the envelope as one `data` line. */
-const frame = (event: IntentEvent, cursor: EventCursor) =>
-  `id: ${formatCursor(cursor)}\ndata: ${JSON.stringify(encodeEvent(event))}\n\n`
+/** One event as a Server-Sent Event: its cursor as `id`, the envelope (one line of JSON) as `data`. */
+const frame = (json: string, cursor: EventCursor) => `id: ${formatCursor(cursor)}\ndata: ${json}\n\n`
 
 const ownerKey = (owner: Owner) => `${owner.userId}:${owner.mode}`
 
@@ -45,10 +40,14 @@ export class EventStreams extends Effect.Service<EventStreams>()("EventStreams",
   scoped: Effect.gen(function*() {
     const repository = yield* EventRepository
     const notifications = yield* Effect.serviceOption(Notifications)
-    const wakeups = yield* PubSub.sliding<string>(4096)
+    // The wake-up signal of every open stream, by the user and mode it follows: a commit wakes only
+    // the streams of the users it wrote events for.
+    const waiting = new Map<string, Set<Queue.Queue<void>>>()
     if (Option.isSome(notifications)) {
       yield* notifications.value.listen(EVENTS_CHANNEL).pipe(
-        Stream.runForEach((payload) => PubSub.publish(wakeups, payload)),
+        Stream.runForEach((payload) =>
+          Effect.forEach(waiting.get(payload) ?? [], (signal) => Queue.offer(signal, undefined), { discard: true })
+        ),
         Effect.catchAllCause((cause) => Effect.logWarning("event notifications interrupted; listening again", cause)),
         Effect.repeat(Schedule.spaced("1 second")),
         Effect.forkScoped
@@ -79,10 +78,23 @@ export class EventStreams extends Effect.Service<EventStreams>()("EventStreams",
     const follow = (owner: Owner, after: Option.Option<EventCursor>) =>
       Stream.unwrapScoped(Effect.gen(function*() {
         const heartbeat = yield* StreamHeartbeat
-        // Subscribed before the first read: a commit meanwhile wakes this stream.
-        const woken = yield* PubSub.subscribe(wakeups)
-        let cursor = Option.isSome(after) ? after.value : yield* repository.head(owner)
         const key = ownerKey(owner)
+        // Registered before the first read: a commit meanwhile wakes this stream. One pending
+        // signal is enough: a read covers every commit before it.
+        const woken = yield* Effect.acquireRelease(
+          Effect.map(Queue.sliding<void>(1), (signal) => {
+            const set = waiting.get(key) ?? new Set()
+            waiting.set(key, set.add(signal))
+            return signal
+          }),
+          (signal) =>
+            Effect.sync(() => {
+              const set = waiting.get(key)
+              set?.delete(signal)
+              if (set?.size === 0) waiting.delete(key)
+            })
+        )
+        let cursor = Option.isSome(after) ? after.value : yield* repository.head(owner)
 
         /** Every event listable now after the cursor, as frames; the cursor moves past them. */
         const drain = Effect.gen(function*() {
@@ -90,24 +102,30 @@ export class EventStreams extends Effect.Service<EventStreams>()("EventStreams",
           for (;;) {
             const since = DateTime.subtractDuration(yield* DateTime.now, EVENT_RETENTION)
             const page = yield* repository.page(owner, { after: cursor, limit: PAGE, since })
-            for (const item of page.items) frames.push(frame(item.event, item.cursor))
+            for (const item of page.items) frames.push(frame(item.json, item.cursor))
             cursor = page.nextCursor
             if (!page.hasMore) return frames
           }
         })
 
-        const ownWakeup = Queue.take(woken).pipe(Effect.repeat({ until: (payload) => payload === key }))
-
+        // Whether the feed must be read before waiting: at first, and after every wake-up.
+        let stale = true
         const step = Effect.gen(function*() {
-          yield* Queue.takeAll(woken)
-          const frames = yield* drain
-          if (frames.length > 0) return Chunk.fromIterable(frames)
+          if (stale) {
+            // The read that follows covers every wake-up so far; later ones stay queued.
+            yield* Queue.takeAll(woken)
+            stale = false
+            const frames = yield* drain
+            if (frames.length > 0) return Chunk.fromIterable(frames)
+          }
           if (yield* repository.heldBack(owner, cursor)) {
             yield* Effect.sleep(HELD_BACK_RETRY)
+            stale = true
             return Chunk.empty<string>()
           }
-          const wake = yield* Effect.timeout(ownWakeup, heartbeat).pipe(Effect.option)
-          return Option.isSome(wake) ? Chunk.empty<string>() : Chunk.of(": heartbeat\n\n")
+          const wake = yield* Effect.timeout(Queue.take(woken), heartbeat).pipe(Effect.option)
+          stale = Option.isSome(wake)
+          return stale ? Chunk.empty<string>() : Chunk.of(": heartbeat\n\n")
         })
 
         return Stream.concat(Stream.make(": connected\n\n"), Stream.repeatEffectChunk(step))

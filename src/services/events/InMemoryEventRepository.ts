@@ -3,7 +3,8 @@ import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
-import { FEED_START, type IntentEvent } from "../../domain/Event.js"
+import * as Schema from "effect/Schema"
+import { FEED_START, IntentEvent } from "../../domain/Event.js"
 import type { IntentId, Owner } from "../../domain/Ids.js"
 import type { EventRepository } from "./EventRepository.js"
 
@@ -18,6 +19,8 @@ interface Logged {
 export class EventLog extends Context.Tag("InMemoryEventRepository/EventLog")<EventLog, {
   readonly append: (owner: Owner, intentId: IntentId, event: IntentEvent) => Effect.Effect<void>
 }>() {}
+
+const encodeEvent = Schema.encodeSync(IntentEvent)
 
 const sameOwner = (a: Owner, b: Owner) => a.userId === b.userId && a.mode === b.mode
 
@@ -36,7 +39,7 @@ export const makeContext = (tag: typeof EventRepository) =>
             (query.intentId === undefined || entry.intentId === query.intentId)
           )
           const items = matching.slice(0, query.limit).map((entry) => ({
-            event: entry.event,
+            json: JSON.stringify(encodeEvent(entry.event)),
             cursor: { xid: "0", seq: String(entry.seq) }
           }))
           return { items, nextCursor: items.at(-1)?.cursor ?? query.after, hasMore: matching.length > query.limit }

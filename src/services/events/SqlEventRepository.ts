@@ -18,7 +18,7 @@ const envelope = `json_build_object('id', e.id, 'type', e.type, 'created_at', ${
 
 const Owned = Schema.Struct({ user_id: UserId, mode: Mode, since: Schema.DateTimeUtc })
 
-const FeedRow = Schema.Struct({ xid: Schema.String, seq: Schema.String, body: Schema.parseJson(IntentEvent) })
+const FeedRow = Schema.Struct({ xid: Schema.String, seq: Schema.String, body: Schema.String })
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -116,7 +116,7 @@ export const make = Effect.gen(function*() {
         type: query.type ?? null,
         intent_id: query.intentId ?? null
       })
-      const items = rows.slice(0, query.limit).map((row) => ({ event: row.body, cursor: { xid: row.xid, seq: row.seq } }))
+      const items = rows.slice(0, query.limit).map((row) => ({ json: row.body, cursor: { xid: row.xid, seq: row.seq } }))
       return { items, nextCursor: items.at(-1)?.cursor ?? query.after, hasMore: rows.length > query.limit }
     }, orDie),
 
