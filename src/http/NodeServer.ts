@@ -17,6 +17,12 @@ const refuse = (socket: NodeJS.WritableStream & { destroy: () => void }, refusal
   )
 }
 
+/** Whether the socket is in the middle of an answer (an event stream): its request was received whole. */
+const answering = (socket: object) => {
+  const response: unknown = Reflect.get(socket, "_httpMessage")
+  return response instanceof Http.ServerResponse && response.headersSent && !response.writableEnded
+}
+
 /**
  * The Node server under the API, hardened against clients that would exhaust it: bounded headers
  * (431 with the error body), a deadline for headers and for the whole request, and malformed
@@ -28,7 +34,12 @@ export const make = () => {
   server.on("clientError", (error: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) return socket.destroy()
     if (error.code === "HPE_HEADER_OVERFLOW") return refuse(socket, WireErrors.HeadersTooLarge)
-    if (error.code === "ERR_HTTP_REQUEST_TIMEOUT") return refuse(socket, WireErrors.RequestTimeout)
+    if (error.code === "ERR_HTTP_REQUEST_TIMEOUT") {
+      // The deadline is for receiving a request: an answer already under way (an event stream that
+      // stays open) is never cut by a 408 written into it.
+      if (answering(socket)) return
+      return refuse(socket, WireErrors.RequestTimeout)
+    }
     refuse(socket, WireErrors.BadRequest)
   })
   return server

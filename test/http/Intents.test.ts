@@ -349,8 +349,14 @@ for (const [name, server] of servers) {
           expect(Object.keys(spec.paths)).toEqual(expect.arrayContaining([
             "/api/v1/intents",
             "/api/v1/intents/{id}",
-            "/api/v1/intents/by-external-id/{intent_id}"
+            "/api/v1/intents/by-external-id/{intent_id}",
+            "/api/v1/events",
+            "/api/v1/events/{event_id}",
+            "/api/v1/events/stream",
+            "/api/v1/intents/{id}/events"
           ]))
+          const stream = Schema.decodeUnknownSync(Schema.Struct({ responses: Json }))(spec.paths["/api/v1/events/stream"]?.["get"])
+          expect(JSON.stringify(stream.responses["200"])).toContain("text/event-stream")
           const create = Schema.decodeUnknownSync(Schema.Struct({ responses: Json }))(spec.paths["/api/v1/intents"]?.["post"])
           expect(Object.keys(create.responses)).toEqual(
             expect.arrayContaining(["201", "400", "401", "403", "404", "409", "422", "429", "500"])
