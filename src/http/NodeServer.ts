@@ -4,6 +4,13 @@ import { WireErrors } from "../domain/Errors.js"
 import type { Refusal } from "./ErrorResponse.js"
 import { errorBody } from "./ErrorResponse.js"
 
+/**
+ * How long a shutdown lets requests in flight finish before their connections are closed: an
+ * event stream never finishes by itself, and a request arriving once the API has stopped taking
+ * requests is never answered, so either would otherwise hold the exit for ever.
+ */
+const SHUTDOWN_GRACE_MS = 1_000
+
 /** Request headers beyond this many bytes are refused with 431 before anything reads them. */
 export const MAX_HEADER_BYTES = 16 * 1024
 
@@ -42,5 +49,11 @@ export const make = () => {
     }
     refuse(socket, WireErrors.BadRequest)
   })
+  const close = server.close.bind(server)
+  server.close = (callback) => {
+    close(callback)
+    setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS).unref()
+    return server
+  }
   return server
 }
