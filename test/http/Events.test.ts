@@ -8,7 +8,7 @@ import { EventFeedPage, EventTimeline } from "../../src/api/EventsApi.js"
 import { IntentEvent } from "../../src/domain/Event.js"
 import { IntentId } from "../../src/domain/Ids.js"
 import { marketOrder, signUp } from "../support/Scenario.js"
-import { bodyOf, ErrorBody, type Reply, send, WithId } from "../support/TestServer.js"
+import { bodyOf, client, ErrorBody, type Reply, send, WithId } from "../support/TestServer.js"
 import { waitFor } from "../support/Waiting.js"
 import { servers } from "./Backends.js"
 
@@ -73,6 +73,15 @@ for (const [name, server] of servers) {
           expect(two.items.map((event) => event.type)).toEqual(["intent.filled"])
           const none = yield* page(testKey, `?after=${first.next_cursor}`)
           expect(none).toEqual({ items: [], next_cursor: first.next_cursor, has_more: false })
+          // The typed client reads the same pages, the timeline and one event, decoded.
+          const { events } = yield* client(testKey)
+          const typed = yield* events.listEvents({ urlParams: { limit: 1 } })
+          expect(typed.items.map((event) => event.id)).toEqual([first.items[0]?.id])
+          expect(typed.has_more).toBe(true)
+          const timeline = yield* events.intentEvents({ path: { id: IntentId.make(created.id) } })
+          expect(timeline.items.map((event) => event.type)).toEqual(["intent.created", "intent.filled"])
+          const fetched = yield* events.getEvent({ path: { event_id: first.items[1]?.id ?? "" } })
+          expect(fetched.data.status).toBe("filled")
         }))
 
       it.effect("paging while intents are created concurrently yields every event exactly once", () =>
