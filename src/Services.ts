@@ -65,10 +65,12 @@ export const ports = (options: ServiceOptions) =>
     BrokerGateway.layer({ alpaca: options.alpaca ?? AlpacaConfig.defaults }).pipe(
       Layer.provide(NodeHttpClient.layerUndici)
     ),
-    rateLimiter(options.rateLimits),
     Health.layerSql
   ).pipe(
-    Layer.provideMerge(Layer.merge(AccountRepository.layerSql, CredentialsCipher.layer(options.credentialsKey))),
+    // The limiter counts API keys' requests and, shared by every instance, each Alpaca account's calls.
+    Layer.provideMerge(
+      Layer.mergeAll(AccountRepository.layerSql, CredentialsCipher.layer(options.credentialsKey), rateLimiter(options.rateLimits))
+    ),
     Layer.provideMerge(IdGenerator.layer)
   )
 
@@ -85,10 +87,11 @@ export const portsInMemory = (options: ServiceOptions) =>
     BrokerGateway.layerInMemory({ alpaca: options.alpaca ?? AlpacaConfig.defaults }).pipe(
       Layer.provide(NodeHttpClient.layerUndici)
     ),
-    RateLimiter.layerInMemory,
     Health.layerInMemory
   ).pipe(
-    Layer.provideMerge(Layer.merge(AccountRepository.layerInMemory, CredentialsCipher.layer(options.credentialsKey))),
+    Layer.provideMerge(
+      Layer.mergeAll(AccountRepository.layerInMemory, CredentialsCipher.layer(options.credentialsKey), RateLimiter.layerInMemory)
+    ),
     Layer.provideMerge(IdGenerator.layer)
   )
 

@@ -11,6 +11,7 @@ import type { OrderSpec } from "../../../src/domain/Intent.js"
 import * as AlpacaClient from "../../../src/services/brokers/alpaca/AlpacaClient.js"
 import * as AlpacaSchemas from "../../../src/services/brokers/alpaca/AlpacaSchemas.js"
 import { FakeAlpacaServer } from "../../../src/services/brokers/alpaca/FakeAlpaca.js"
+import type { RateLimiter as RateLimiterService } from "../../../src/services/RateLimiter.js"
 import { marketSpec } from "../../support/Fixtures.js"
 
 const market: OrderSpec = marketSpec
@@ -160,6 +161,32 @@ layer(TestLayer, { excludeTestServices: true })("AlpacaClient against the fake A
       const otherWaited = Date.now() - before
       expect(paced - burst).toBeGreaterThanOrEqual(300)
       expect(otherWaited).toBeLessThan(300)
+    }))
+
+  it.scoped("calls are also counted in the store instances share: past the account's share of the minute, the next waits", () =>
+    Effect.gen(function*() {
+      const { credentials } = yield* setup
+      const buckets: Array<string> = []
+      let calls = 0
+      // A shared store whose fourth count is over the account's share, with a second to the next minute.
+      const shared: RateLimiterService["Type"] = {
+        consume: (bucket, limit) =>
+          Effect.sync(() => {
+            buckets.push(bucket)
+            calls++
+            return { allowed: calls !== 4, limit, remaining: 0, reset: 0, retryAfter: 1 }
+          })
+      }
+      const client = yield* AlpacaClient.make({ shared })
+      const started = Date.now()
+      for (let i = 0; i < 3; i++) yield* client.account(credentials)
+      const beforeTheShareRanOut = Date.now() - started
+      yield* client.account(credentials)
+      expect(Date.now() - started - beforeTheShareRanOut).toBeGreaterThanOrEqual(900)
+      expect(calls).toBe(5)
+      expect(new Set(buckets).size).toBe(1)
+      expect(buckets[0]).toMatch(/^alpaca:[0-9a-f]{32}$/)
+      expect(buckets[0]).not.toContain(credentials.apiKeyId)
     }))
 
   it.scoped("a resting order is canceled on request; a second cancel is not cancelable", () =>

@@ -17,6 +17,7 @@ import type { BrokerId } from "../../../domain/Ids.js"
 import type { OrderSpec } from "../../../domain/Intent.js"
 import { AccountRepository } from "../../accounts/AccountRepository.js"
 import { CredentialsCipher } from "../../CredentialsCipher.js"
+import { RateLimiter } from "../../RateLimiter.js"
 import type { BrokerCredentials, BrokerGateway, BrokerOrder, BrokerUpdate, Connection } from "../BrokerGateway.js"
 import * as AlpacaClient from "./AlpacaClient.js"
 import type { AlpacaOptions } from "./AlpacaConfig.js"
@@ -62,7 +63,8 @@ export const make = (options: AlpacaOptions) =>
   Effect.gen(function*() {
     const accounts = yield* AccountRepository
     const cipher = yield* CredentialsCipher
-    const client = yield* AlpacaClient.make({ timeout: options.timeout })
+    // Calls per account are paced here and counted across instances in the shared store.
+    const client = yield* AlpacaClient.make({ timeout: options.timeout, shared: yield* RateLimiter })
     const known = new Map<BrokerId, { readonly account: Account; readonly until: number }>()
 
     const accountOf = (environment: BrokerEnvironment, credentials: BrokerCredentials, stored = ""): Account => ({

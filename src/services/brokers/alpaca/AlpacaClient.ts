@@ -12,8 +12,10 @@ import * as RateLimiter from "effect/RateLimiter"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
+import { createHash } from "node:crypto"
 import { BrokerTimeout, BrokerUnavailable } from "../../../domain/Broker.js"
 import type { OrderSpec } from "../../../domain/Intent.js"
+import type { RateLimiter as SharedLimiter } from "../../RateLimiter.js"
 import type { BrokerOrder } from "../BrokerGateway.js"
 import * as AlpacaSchemas from "./AlpacaSchemas.js"
 
@@ -56,7 +58,21 @@ export interface Options {
   readonly timeout?: Duration.DurationInput | undefined
   /** The pace of calls per account; `PACE` unless set (tests that place many orders raise it). */
   readonly pace?: { readonly limit: number; readonly interval: Duration.DurationInput } | undefined
+  /**
+   * The counts every instance shares: with it, each account's calls across all instances also stay
+   * within `SHARED_PER_MINUTE` per fixed minute. Without it, only this instance's pace holds.
+   */
+  readonly shared?: SharedLimiter["Type"] | undefined
 }
+
+/**
+ * Calls per account and fixed minute across all instances: two adjacent minutes' worth is 200, so
+ * no 60 seconds ever see more than Alpaca's 200, however many instances call.
+ */
+export const SHARED_PER_MINUTE = 100
+
+/** The shared count's bucket of an account: its key id, hashed (the count's store never holds it). */
+const sharedBucket = (apiKeyId: string) => `alpaca:${createHash("sha256").update(apiKeyId).digest("hex").slice(0, 32)}`
 
 /**
  * The pace of calls per Alpaca account (Alpaca allows 200 a minute): a bucket of 45 calls refilled
@@ -199,6 +215,14 @@ export const make = (options: Options = {}) =>
         const held = account.heldUntil - (yield* Clock.currentTimeMillis)
         if (held > 0) yield* Effect.sleep(Duration.millis(held))
         yield* account.pace(Effect.void)
+        const shared = options.shared
+        if (shared === undefined) return
+        // Past the account's share of this minute, wait for the next one.
+        for (;;) {
+          const decision = yield* shared.consume(sharedBucket(apiKeyId), SHARED_PER_MINUTE)
+          if (decision.allowed) return
+          yield* Effect.sleep(Duration.seconds(decision.retryAfter))
+        }
       })
 
     const hold = (apiKeyId: string, response: HttpClientResponse.HttpClientResponse) =>
