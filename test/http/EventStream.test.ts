@@ -77,7 +77,10 @@ const open = (key: string, options: { readonly headers?: Record<string, string>;
     return { frames, reader }
   })
 
-/** The next `count` events, comments skipped (5 s at most). */
+/**
+ * The next `count` events, comments skipped (25 s at most: a transaction in flight anywhere on the
+ * PostgreSQL server, other tests' included, holds events back until it ends).
+ */
 const nextEvents = (frames: Queue.Queue<Frame>, count: number) =>
   Effect.gen(function*() {
     const events: Array<{ readonly id: string; readonly event: IntentEvent }> = []
@@ -86,7 +89,7 @@ const nextEvents = (frames: Queue.Queue<Frame>, count: number) =>
       if (frame._tag === "Event") events.push(frame)
     }
     return events
-  }).pipe(Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new Error(`fewer than ${count} events came`) }), Effect.orDie)
+  }).pipe(Effect.timeoutFail({ duration: "25 seconds", onTimeout: () => new Error(`fewer than ${count} events came`) }), Effect.orDie)
 
 /** The events among the frames that arrive within `wait`. */
 const eventsWithin = (frames: Queue.Queue<Frame>, wait: Duration.DurationInput) =>

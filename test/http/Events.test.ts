@@ -41,6 +41,20 @@ const readAll = (key: string, after?: string, limit = 2) =>
     }
   })
 
+/**
+ * `readAll` until it lists at least `count` events (25 s at most): a transaction in flight anywhere
+ * on the PostgreSQL server, other tests' included, holds events back until it ends.
+ */
+const readUntil = (key: string, after: string | undefined, count: number) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 1250; i++) {
+      const read = yield* readAll(key, after, 2)
+      if (read.ids.length >= count) return read
+      yield* Effect.sleep("20 millis")
+    }
+    return yield* Effect.dieMessage(`fewer than ${count} events listed after 25 s`)
+  })
+
 /** Creates a test intent on the mock that rests (symbol HOLD): one `intent.created` event. */
 const resting = (key: string, brokerId: string, intentId: string) =>
   Effect.map(
@@ -56,6 +70,7 @@ for (const [name, server] of servers) {
           const { mockId, testKey } = yield* signUp()
           const created = bodyOf(WithId, yield* send("POST", "/api/v1/intents", { key: testKey, json: marketOrder(mockId) }))
           yield* waitFor(testKey, IntentId.make(created.id), (intent) => intent.status === "filled")
+          yield* readUntil(testKey, undefined, 2)
           const first = yield* page(testKey)
           expect(first.items.map((event) => [event.type, event.data.id])).toEqual([
             ["intent.created", created.id],
@@ -118,6 +133,7 @@ for (const [name, server] of servers) {
           const filled = bodyOf(WithId, yield* send("POST", "/api/v1/intents", { key: ada.testKey, json: marketOrder(ada.mockId) }))
           const held = yield* resting(ada.testKey, ada.mockId, "held-one")
           yield* waitFor(ada.testKey, IntentId.make(filled.id), (intent) => intent.status === "filled")
+          yield* readUntil(ada.testKey, undefined, 3)
           const created = yield* page(ada.testKey, "?type=intent.created")
           expect(created.items.map((event) => event.data.id)).toEqual([filled.id, held])
           const ofHeld = yield* page(ada.testKey, `?intent_id=${held}`)
@@ -176,6 +192,7 @@ layer(postgres[1], { timeout: 60_000, excludeTestServices: true })("events API o
       const sql = yield* SqlClient.SqlClient
       const { mockId, testKey } = yield* signUp({ tier: "enterprise" })
       const first = yield* resting(testKey, mockId, "before-the-held-one")
+      const before = yield* readUntil(testKey, undefined, 1)
       const heldId = `evt_held_${crypto.randomUUID().replaceAll("-", "")}`
       const inserted = yield* Deferred.make<void>()
       const release = yield* Deferred.make<void>()
@@ -191,16 +208,16 @@ layer(postgres[1], { timeout: 60_000, excludeTestServices: true })("events API o
       )
       yield* Deferred.await(inserted)
       const later = yield* Effect.forEach(["after-1", "after-2", "after-3"], (id) => resting(testKey, mockId, id))
-      const whileHeld = yield* readAll(testKey, undefined, 100)
-      // The later events committed, but wait behind the open transaction: the cursor stops before them.
-      expect(whileHeld.ids).not.toContain(heldId)
-      expect(whileHeld.ids).toHaveLength(1)
+      const whileHeld = yield* readAll(testKey, before.cursor, 100)
+      // The later events committed, but wait behind the open transaction: the cursor stays before them.
+      expect(whileHeld.ids).toEqual([])
+      expect(whileHeld.cursor).toBe(before.cursor)
       yield* Deferred.succeed(release, undefined)
       yield* Fiber.join(holding)
-      const afterwards = yield* readAll(testKey, whileHeld.cursor, 2)
+      const afterwards = yield* readUntil(testKey, whileHeld.cursor, 4)
       expect(afterwards.ids).toContain(heldId)
       expect(afterwards.ids).toHaveLength(4)
-      const all = [...whileHeld.ids, ...afterwards.ids]
+      const all = [...before.ids, ...afterwards.ids]
       expect(new Set(all).size).toBe(5)
       const timeline = yield* Effect.forEach(later, (id) =>
         Effect.map(get(testKey, `/api/v1/intents/${id}/events`), (reply) => bodyOf(Schema.encodedSchema(EventTimeline), reply)))
