@@ -26,8 +26,6 @@ const FeedRow = Schema.Struct({ xid: Schema.String, seq: Schema.String, body: Sc
  * or else the next id to be given out. Read in a statement of its own, before the page's: every
  * transaction of this database below it has ended before the page's snapshot is taken, so the page
  * sees all of their events. Transactions of other databases on the server do not hold it back.
- * `pg_stat_activity` shows a session's transaction id to its own role (and to superusers): the
- * service's role, the only one that writes events.
  */
 const HORIZON = `
   WITH s AS (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::numeric AS next),
