@@ -20,41 +20,14 @@ const Owned = Schema.Struct({ user_id: UserId, mode: Mode, since: Schema.DateTim
 
 const FeedRow = Schema.Struct({ xid: Schema.String, seq: Schema.String, body: Schema.String })
 
-/**
- * The oldest transaction id, as `xid8` text, that may still commit events in this database: the
- * oldest one running in it now (`pg_stat_activity`, its 32-bit id widened with the current epoch),
- * or else the next id to be given out. Read in a statement of its own, before the page's: every
- * transaction of this database below it has ended before the page's snapshot is taken, so the page
- * sees all of their events. Transactions of other databases on the server do not hold it back.
- */
-const HORIZON = `
-  WITH s AS (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::numeric AS next),
-  running AS (
-    SELECT a.backend_xid::text::numeric AS xid32, floor(s.next / 4294967296) * 4294967296 AS epoch, s.next
-    FROM pg_stat_activity a, s
-    WHERE a.datname = current_database() AND a.backend_xid IS NOT NULL
-  )
-  SELECT LEAST(
-    (SELECT next FROM s),
-    (SELECT min(CASE WHEN epoch + xid32 > next THEN epoch + xid32 - 4294967296 ELSE epoch + xid32 END) FROM running)
-  )::text AS horizon`
-
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-
-  const selectHorizon = SqlSchema.single({
-    Request: Schema.Void,
-    Result: Schema.Struct({ horizon: Schema.String }),
-    execute: () => sql.unsafe(HORIZON)
-  })
-  const horizon = Effect.map(selectHorizon(undefined), (row) => row.horizon)
 
   const selectPage = SqlSchema.findAll({
     Request: Schema.Struct({
       ...Owned.fields,
       xid: Schema.String,
       seq: Schema.String,
-      horizon: Schema.String,
       limit: Schema.Int,
       type: Schema.NullOr(Schema.String),
       intent_id: Schema.NullOr(IntentId)
@@ -65,7 +38,7 @@ export const make = Effect.gen(function*() {
           FROM events e
           WHERE e.user_id = ${q.user_id} AND e.mode = ${q.mode}
             AND (e.xid, e.seq) > (${q.xid}::xid8, ${q.seq}::bigint)
-            AND e.xid < ${q.horizon}::xid8
+            AND e.xid < pg_snapshot_xmin(pg_current_snapshot())
             AND e.created_at >= ${q.since}
             ${q.type === null ? sql`` : sql`AND e.type = ${q.type}`}
             ${q.intent_id === null ? sql`` : sql`AND e.intent_id = ${q.intent_id}`}
@@ -74,23 +47,23 @@ export const make = Effect.gen(function*() {
   })
 
   const selectHead = SqlSchema.findOne({
-    Request: Schema.Struct({ user_id: UserId, mode: Mode, horizon: Schema.String }),
+    Request: Schema.Struct({ user_id: UserId, mode: Mode }),
     Result: Schema.Struct({ xid: Schema.String, seq: Schema.String }),
     execute: (q) =>
       sql`SELECT e.xid::text AS xid, e.seq::text AS seq FROM events e
-          WHERE e.user_id = ${q.user_id} AND e.mode = ${q.mode} AND e.xid < ${q.horizon}::xid8
+          WHERE e.user_id = ${q.user_id} AND e.mode = ${q.mode} AND e.xid < pg_snapshot_xmin(pg_current_snapshot())
           ORDER BY e.xid DESC, e.seq DESC LIMIT 1`
   })
 
   const selectHeldBack = SqlSchema.single({
-    Request: Schema.Struct({ user_id: UserId, mode: Mode, xid: Schema.String, seq: Schema.String, horizon: Schema.String }),
+    Request: Schema.Struct({ user_id: UserId, mode: Mode, xid: Schema.String, seq: Schema.String }),
     Result: Schema.Struct({ held: Schema.Boolean }),
     execute: (q) =>
       sql`SELECT EXISTS (
             SELECT 1 FROM events e
             WHERE e.user_id = ${q.user_id} AND e.mode = ${q.mode}
               AND (e.xid, e.seq) > (${q.xid}::xid8, ${q.seq}::bigint)
-              AND e.xid >= ${q.horizon}::xid8
+              AND e.xid >= pg_snapshot_xmin(pg_current_snapshot())
           ) AS held`
   })
 
@@ -139,7 +112,6 @@ export const make = Effect.gen(function*() {
         ...owned(owner, query.since),
         xid: query.after.xid,
         seq: query.after.seq,
-        horizon: yield* horizon,
         limit: query.limit + 1,
         type: query.type ?? null,
         intent_id: query.intentId ?? null
@@ -149,14 +121,11 @@ export const make = Effect.gen(function*() {
     }, orDie),
 
     head: Effect.fn("EventRepository.head")(function*(owner: Owner) {
-      return Option.getOrElse(
-        yield* selectHead({ user_id: owner.userId, mode: owner.mode, horizon: yield* horizon }),
-        () => FEED_START
-      )
+      return Option.getOrElse(yield* selectHead({ user_id: owner.userId, mode: owner.mode }), () => FEED_START)
     }, orDie),
 
     heldBack: Effect.fn("EventRepository.heldBack")(function*(owner: Owner, after: EventCursor) {
-      return (yield* selectHeldBack({ user_id: owner.userId, mode: owner.mode, ...after, horizon: yield* horizon })).held
+      return (yield* selectHeldBack({ user_id: owner.userId, mode: owner.mode, ...after })).held
     }, orDie),
 
     find: Effect.fn("EventRepository.find")(function*(owner: Owner, id: string, since: DateTime.Utc) {

@@ -4,7 +4,7 @@ import * as Effect from "effect/Effect"
 /**
  * Events become a feed clients page through in commit order. Each event keeps the id of the
  * transaction that wrote it (`xid`) and a number in the order it was written (`seq`); a page lists
- * only events of transactions older than every one still in flight in the database, ordered by (`xid`, `seq`), so
+ * only events of transactions older than every one still in flight, ordered by (`xid`, `seq`), so
  * an event committed late never lands behind a cursor already handed out. Existing events all
  * take this migration's transaction id, in the order they are numbered.
  */
