@@ -94,14 +94,16 @@ export class EventStreams extends Effect.Service<EventStreams>()("EventStreams",
               if (set?.size === 0) waiting.delete(key)
             })
         )
-        let cursor = Option.isSome(after) ? after.value : yield* repository.head(owner)
+        // A stream ends whenever its client goes: its queries are never interrupted halfway, since
+        // cancelling one at the database can hit the next query on the same pooled connection.
+        let cursor = Option.isSome(after) ? after.value : yield* Effect.uninterruptible(repository.head(owner))
 
         /** Every event listable now after the cursor, as frames; the cursor moves past them. */
         const drain = Effect.gen(function*() {
           const frames: Array<string> = []
           for (;;) {
             const since = DateTime.subtractDuration(yield* DateTime.now, EVENT_RETENTION)
-            const page = yield* repository.page(owner, { after: cursor, limit: PAGE, since })
+            const page = yield* Effect.uninterruptible(repository.page(owner, { after: cursor, limit: PAGE, since }))
             for (const item of page.items) frames.push(frame(item.json, item.cursor))
             cursor = page.nextCursor
             if (!page.hasMore) return frames
@@ -118,7 +120,7 @@ export class EventStreams extends Effect.Service<EventStreams>()("EventStreams",
             const frames = yield* drain
             if (frames.length > 0) return Chunk.fromIterable(frames)
           }
-          if (yield* repository.heldBack(owner, cursor)) {
+          if (yield* Effect.uninterruptible(repository.heldBack(owner, cursor))) {
             yield* Effect.sleep(HELD_BACK_RETRY)
             stale = true
             return Chunk.empty<string>()
