@@ -9,7 +9,6 @@ export default defineConfig({
     ]
   },
   test: {
-    include: ["test/**/*.test.ts"],
     globalSetup: ["test/globalSetup.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
@@ -22,7 +21,12 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: "service", exclude: ["test/process/**", "**/node_modules/**"], sequence: { groupOrder: 0 } }
+        test: {
+          name: "service",
+          include: ["test/**/*.test.ts"],
+          exclude: ["test/process/**", "**/node_modules/**"],
+          sequence: { groupOrder: 0 }
+        }
       },
       { extends: true, test: { name: "process", include: ["test/process/**/*.test.ts"], sequence: { groupOrder: 1 } } }
     ]
