@@ -4,7 +4,6 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import * as Tracer from "effect/Tracer"
 import { randomUUID } from "node:crypto"
 import * as Http from "node:http"
 import type { OrderSpec } from "../../../src/domain/Intent.js"
@@ -13,6 +12,7 @@ import * as AlpacaSchemas from "../../../src/services/brokers/alpaca/AlpacaSchem
 import { FakeAlpacaServer } from "../../../src/services/brokers/alpaca/FakeAlpaca.js"
 import type { RateLimiter as RateLimiterService } from "../../../src/services/RateLimiter.js"
 import { marketSpec } from "../../support/Fixtures.js"
+import { withSpansRecorded } from "../../support/Spans.js"
 
 const market: OrderSpec = marketSpec
 
@@ -269,20 +269,7 @@ layer(TestLayer, { excludeTestServices: true })("AlpacaClient against the fake A
   it.scoped("the secret key reaches Alpaca but no span", () =>
     Effect.gen(function*() {
       const { client, credentials } = yield* setup
-      const spans: Array<Tracer.Span> = []
-      yield* Effect.tracerWith((tracer) =>
-        Effect.withTracer(
-          client.account(credentials),
-          Tracer.make({
-            span: (...args) => {
-              const span = tracer.span(...args)
-              spans.push(span)
-              return span
-            },
-            context: tracer.context
-          })
-        )
-      )
+      const { spans } = yield* withSpansRecorded(client.account(credentials))
       const attributes = spans.flatMap((span) => [...span.attributes.entries()])
       expect(attributes.map(([name]) => name)).toContain("http.request.header.apca-api-key-id")
       expect(attributes.some(([, value]) => String(value).includes("fake-secret-key"))).toBe(false)

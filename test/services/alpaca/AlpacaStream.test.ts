@@ -8,13 +8,13 @@ import * as Queue from "effect/Queue"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import * as Tracer from "effect/Tracer"
 import { randomUUID } from "node:crypto"
 import * as Net from "node:net"
 import { type RawData, WebSocket, WebSocketServer } from "ws"
 import * as AlpacaSchemas from "../../../src/services/brokers/alpaca/AlpacaSchemas.js"
 import * as AlpacaStream from "../../../src/services/brokers/alpaca/AlpacaStream.js"
 import * as FakeAlpaca from "../../../src/services/brokers/alpaca/FakeAlpaca.js"
+import { withSpansRecorded } from "../../support/Spans.js"
 
 const KEY = { keyId: "fake-key-id", secretKey: "fake-secret-key" }
 const FAST: AlpacaStream.Options = { minBackoff: "20 millis", maxBackoff: "200 millis" }
@@ -173,7 +173,6 @@ describe("AlpacaStream against the fake Alpaca", () => {
     Effect.gen(function*() {
       const fake = yield* FakeAlpaca.make()
       const lines: Array<string> = []
-      const spans: Array<Tracer.Span> = []
       const logger = Logger.make(({ annotations, message }) => {
         lines.push(JSON.stringify({ message, annotations: [...HashMap.toEntries(annotations)] }))
       })
@@ -186,19 +185,9 @@ describe("AlpacaStream against the fake Alpaca", () => {
         fake.dropConnections()
         yield* next(events)
       })
-      yield* Effect.tracerWith((tracer) =>
-        Effect.withTracer(
-          program,
-          Tracer.make({
-            span: (...args) => {
-              const span = tracer.span(...args)
-              spans.push(span)
-              return span
-            },
-            context: tracer.context
-          })
-        )
-      ).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+      const { spans } = yield* withSpansRecorded(program).pipe(
+        Effect.provide(Logger.replace(Logger.defaultLogger, logger))
+      )
       expect(lines.some((line) => line.includes("reconnecting"))).toBe(true)
       const seen = [...lines, ...spans.flatMap((span) => [...span.attributes.values()].map(String))].join("\n")
       expect(seen).not.toContain(KEY.secretKey)

@@ -54,7 +54,8 @@ const EventName = Schema.Struct({ event: Schema.String })
 
 const CONNECTED: StreamEvent = { _tag: "Connected" }
 
-const textOf = (data: RawData): string =>
+/** A WebSocket message's text, whichever way it was framed (text, binary, fragments). */
+export const textOf = (data: RawData): string =>
   Array.isArray(data)
     ? Buffer.concat(data).toString("utf8")
     : Buffer.isBuffer(data)

@@ -6,6 +6,7 @@ import { randomUUID } from "node:crypto"
 import * as Http from "node:http"
 import { type RawData, WebSocket, WebSocketServer } from "ws"
 import { decimal } from "./AlpacaClient.js"
+import { textOf } from "./AlpacaStream.js"
 
 /**
  * What the fake does with an order it receives. Every order it places is answered `accepted` with
@@ -189,13 +190,6 @@ const str = (value: unknown): string | null => typeof value === "string" ? value
 
 const fieldsOf = (value: unknown): Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value) ? Object.fromEntries(Object.entries(value)) : {}
-
-const textOf = (data: RawData): string =>
-  Array.isArray(data)
-    ? Buffer.concat(data).toString("utf8")
-    : Buffer.isBuffer(data)
-    ? data.toString("utf8")
-    : Buffer.from(new Uint8Array(data)).toString("utf8")
 
 interface Account {
   readonly keyId: string
