@@ -15,6 +15,19 @@ export const EventType = Schema.Literal(
 export type EventType = typeof EventType.Type
 export const allEventTypes: ReadonlyArray<EventType> = EventType.literals
 
+/**
+ * What a delivery carries: an intent's event, or a `webhook.test` event that a user sends to one
+ * endpoint to try it (never an intent's, never in the events API, never to another endpoint).
+ */
+export const DeliveryType = Schema.Literal(...EventType.literals, "webhook.test")
+export type DeliveryType = typeof DeliveryType.Type
+
+/** The `data` of a `webhook.test` event: the endpoint it was sent to. */
+export const TestEventData = Schema.Struct({ endpoint_id: WebhookEndpointId, message: Schema.String })
+export type TestEventData = typeof TestEventData.Type
+
+export const TEST_EVENT_MESSAGE = "A test event from the Trade Intent Router"
+
 /** Where a user's systems hear about their intents, in one mode. */
 export class WebhookEndpoint extends Schema.Class<WebhookEndpoint>("WebhookEndpoint")({
   id: WebhookEndpointId,
@@ -23,7 +36,7 @@ export class WebhookEndpoint extends Schema.Class<WebhookEndpoint>("WebhookEndpo
   mode: Mode,
   events: Schema.Array(EventType),
   created_at: Schema.DateTimeUtc,
-  /** Set when the endpoint answered 410 Gone: nothing more is sent to it. */
+  /** Set when the endpoint answered 410 Gone or its owner disabled it: nothing is sent to it until it is enabled. */
   disabled_at: Schema.NullOr(Schema.DateTimeUtc)
 }) {}
 
@@ -49,7 +62,7 @@ export class Delivery extends Schema.Class<Delivery>("Delivery")({
   id: DeliveryId,
   endpoint_id: WebhookEndpointId,
   event_id: Schema.String,
-  type: EventType,
+  type: DeliveryType,
   status: DeliveryStatus,
   attempts: Schema.Int,
   last_status_code: Schema.NullOr(Schema.Int),

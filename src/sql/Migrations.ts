@@ -12,6 +12,8 @@ import RoutingJobVersions from "./migrations/0007_routing_job_versions.js"
 import WebhookClaimIndexes from "./migrations/0008_webhook_claim_indexes.js"
 import BrokerEnvironments from "./migrations/0009_broker_environments.js"
 import EventFeed from "./migrations/0010_event_feed.js"
+import DashboardLogins from "./migrations/0011_dashboard_logins.js"
+import WebhookTestEvents from "./migrations/0012_webhook_test_events.js"
 
 /** Every migration, statically imported so that a bundled build finds them. */
 export const loader = Migrator.fromRecord({
@@ -24,7 +26,9 @@ export const loader = Migrator.fromRecord({
   "0007_routing_job_versions": RoutingJobVersions,
   "0008_webhook_claim_indexes": WebhookClaimIndexes,
   "0009_broker_environments": BrokerEnvironments,
-  "0010_event_feed": EventFeed
+  "0010_event_feed": EventFeed,
+  "0011_dashboard_logins": DashboardLogins,
+  "0012_webhook_test_events": WebhookTestEvents
 })
 
 export const run = Migrator.make({})({ loader })

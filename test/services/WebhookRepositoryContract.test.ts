@@ -8,9 +8,9 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
-import { type Mode, UserId, WebhookEndpointId } from "../../src/domain/Ids.js"
+import { DeliveryId, type Mode, UserId, WebhookEndpointId } from "../../src/domain/Ids.js"
 import { TradeIntent } from "../../src/domain/Intent.js"
-import { allEventTypes, type EventType, MAX_IN_FLIGHT_PER_ENDPOINT } from "../../src/domain/Webhook.js"
+import { allEventTypes, type EventType, MAX_IN_FLIGHT_PER_ENDPOINT, TEST_EVENT_MESSAGE } from "../../src/domain/Webhook.js"
 import { AccountRepository } from "../../src/services/accounts/AccountRepository.js"
 import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
 import * as InMemoryWebhookRepository from "../../src/services/webhooks/InMemoryWebhookRepository.js"
@@ -139,6 +139,17 @@ const one = <A>(items: ReadonlyArray<A>, index?: number): A => {
 }
 
 const ids = (deliveries: ReadonlyArray<DueDelivery>) => deliveries.map((d) => d.id).sort()
+
+/** A `webhook.test` event for `endpointId`, as the use case writes it, at the current time. */
+const testEvent = (userId: UserId, endpointId: WebhookEndpointId) =>
+  Effect.map(DateTime.now, (now) => ({
+    id: eventId(),
+    delivery_id: DeliveryId.make(uuid()),
+    endpoint_id: endpointId,
+    user_id: userId,
+    data: { endpoint_id: endpointId, message: TEST_EVENT_MESSAGE },
+    created_at: now
+  }))
 
 for (const [name, backend] of backends) {
   layer(backend, { timeout: 60_000 })(`webhook repository contract: ${name}`, (it) => {
@@ -416,6 +427,189 @@ for (const [name, backend] of backends) {
             expect(Option.isNone(yield* webhooks.findDelivery(delivery.id))).toBe(true)
             expect(yield* webhooks.listDeliveries(test, 10)).toEqual([])
             expect(yield* webhooks.resend(delivery.id, yield* DateTime.now)).toBe(false)
+          })))
+    })
+
+    describe("owner operations", () => {
+      it.effect("lists an owner's endpoints of one mode, oldest first, counting the window's failed and failing deliveries", () =>
+        withEndpoints(({ live, test, user }) =>
+          Effect.gen(function*() {
+            const webhooks = yield* WebhookRepository
+            const emit = yield* Emit
+            const week = Duration.days(7)
+            // A delivery that failed before the window: not counted.
+            yield* emit.created(user, "test")
+            yield* webhooks.complete(one(yield* claimAll), attempt(yield* DateTime.now, { _tag: "failed" }, 500))
+            yield* TestClock.adjust(Duration.days(8))
+            for (let i = 0; i < 5; i++) yield* emit.created(user, "test")
+            const [succeeded, retried, failed, refused, untouched] = yield* claimAll
+            const now = yield* DateTime.now
+            const later = DateTime.addDuration(now, Duration.minutes(1))
+            if (succeeded === undefined || retried === undefined || failed === undefined || refused === undefined) {
+              throw new Error("expected five claimed deliveries")
+            }
+            yield* webhooks.complete(succeeded, attempt(now, { _tag: "succeeded" }, 200))
+            yield* webhooks.complete(retried, attempt(now, { _tag: "retry", at: later }, 503))
+            yield* webhooks.complete(failed, attempt(now, { _tag: "failed" }, null))
+            // Failed, then re-sent: pending again, with a failed attempt.
+            yield* webhooks.complete(refused, attempt(now, { _tag: "failed" }, 500))
+            expect(yield* webhooks.resend(refused.id, now)).toBe(true)
+            expect(untouched).toBeDefined()
+
+            yield* TestClock.adjust("1 second")
+            const newer = yield* webhooks.createEndpoint({
+              id: WebhookEndpointId.make(uuid()),
+              user_id: user.user.id,
+              url: "https://example.com/newer",
+              mode: "test",
+              events: ["intent.filled"],
+              secret: "n".repeat(64),
+              created_at: yield* DateTime.now
+            })
+            const since = DateTime.subtractDuration(yield* DateTime.now, week)
+            const listed = yield* webhooks.listEndpointsOf({ userId: user.user.id, mode: "test" }, since)
+            expect(listed.map(({ endpoint, failingDeliveries }) => [endpoint.id, failingDeliveries])).toEqual([
+              [test, 3],
+              [newer.id, 0]
+            ])
+            expect(listed[0]?.endpoint).toEqual(Option.getOrThrow(yield* webhooks.findEndpoint(test)))
+            // The whole history counts when the window reaches back far enough.
+            const all = yield* webhooks.listEndpointsOf({ userId: user.user.id, mode: "test" }, DateTime.unsafeMake(0))
+            expect(all.map(({ failingDeliveries }) => failingDeliveries)).toEqual([4, 0])
+            expect(yield* webhooks.listEndpointsOf({ userId: user.user.id, mode: "live" }, since)).toEqual([
+              { endpoint: Option.getOrThrow(yield* webhooks.findEndpoint(live)), failingDeliveries: 0 }
+            ])
+            expect(yield* webhooks.listEndpointsOf({ userId: UserId.make(uuid()), mode: "test" }, since)).toEqual([])
+            yield* webhooks.deleteEndpoint(newer.id)
+          })))
+
+      it.effect("a rotated secret signs every later claim, retries of earlier deliveries included; only the owner's", () =>
+        withEndpoints(({ test, user }) =>
+          Effect.gen(function*() {
+            const webhooks = yield* WebhookRepository
+            yield* (yield* Emit).created(user, "test")
+            const first = one(yield* claimAll)
+            expect(Redacted.value(first.secret)).toBe("s".repeat(64))
+            const now = yield* DateTime.now
+            yield* webhooks.complete(first, attempt(now, { _tag: "retry", at: DateTime.addDuration(now, Duration.minutes(1)) }, 503))
+
+            const other = yield* seedUser
+            expect(yield* webhooks.rotateSecret(other.user.id, test, "b".repeat(64))).toEqual(Option.none())
+            expect(yield* webhooks.rotateSecret(user.user.id, WebhookEndpointId.make(uuid()), "b".repeat(64))).toEqual(
+              Option.none()
+            )
+            const rotated = yield* webhooks.rotateSecret(user.user.id, test, "a".repeat(64))
+            expect(rotated).toEqual(yield* webhooks.findEndpoint(test))
+            expect(Option.getOrThrow(rotated)).not.toHaveProperty("secret")
+
+            yield* TestClock.adjust(Duration.minutes(1))
+            const retry = one(yield* claimAll)
+            expect(retry).toMatchObject({ id: first.id, failures: 1 })
+            expect(Redacted.value(retry.secret)).toBe("a".repeat(64))
+          })))
+
+      it.effect("disabling fails pending and in-flight deliveries and writes no new ones; enabling delivers new events; idempotent, owner only", () =>
+        withEndpoints(({ live, test, user }) =>
+          Effect.gen(function*() {
+            const webhooks = yield* WebhookRepository
+            const emit = yield* Emit
+            yield* emit.created(user, "test")
+            const inFlight = one(yield* claimAll)
+            yield* emit.created(user, "test")
+            const [queued] = yield* webhooks.listDeliveries(test, 1)
+            const at = yield* DateTime.now
+
+            const other = yield* seedUser
+            expect(yield* webhooks.setDisabled(other.user.id, test, at)).toEqual(Option.none())
+            expect(yield* webhooks.setDisabled(user.user.id, WebhookEndpointId.make(uuid()), at)).toEqual(Option.none())
+            expect(Option.getOrThrow(yield* webhooks.findEndpoint(test)).disabled_at).toBeNull()
+
+            const disabled = Option.getOrThrow(yield* webhooks.setDisabled(user.user.id, test, at))
+            expect(disabled.disabled_at).toEqual(at)
+            expect(disabled).toEqual(Option.getOrThrow(yield* webhooks.findEndpoint(test)))
+            expect(Option.getOrThrow(yield* webhooks.findEndpoint(live)).disabled_at).toBeNull()
+            expect(Option.getOrThrow(yield* webhooks.findDelivery(queued?.id ?? DeliveryId.make(uuid())))).toMatchObject({
+              status: "failed",
+              attempts: 0,
+              next_attempt_at: null
+            })
+            // The attempt in flight meanwhile: a retry becomes a failure.
+            yield* webhooks.complete(inFlight, attempt(at, { _tag: "retry", at: DateTime.addDuration(at, Duration.minutes(1)) }, 503))
+            expect(Option.getOrThrow(yield* webhooks.findDelivery(inFlight.id))).toMatchObject({ status: "failed", attempts: 1 })
+            expect(yield* webhooks.resend(inFlight.id, at)).toBe(false)
+            yield* emit.created(user, "test")
+            expect(yield* webhooks.listDeliveries(test, 100)).toHaveLength(2)
+            expect(yield* claimAll).toEqual([])
+
+            // Disabling again keeps the first time.
+            yield* TestClock.adjust("1 second")
+            expect(Option.getOrThrow(yield* webhooks.setDisabled(user.user.id, test, yield* DateTime.now)).disabled_at).toEqual(at)
+
+            expect(yield* webhooks.setDisabled(other.user.id, test, null)).toEqual(Option.none())
+            expect(Option.getOrThrow(yield* webhooks.findEndpoint(test)).disabled_at).toEqual(at)
+            const enabled = Option.getOrThrow(yield* webhooks.setDisabled(user.user.id, test, null))
+            expect(enabled.disabled_at).toBeNull()
+            expect(Option.getOrThrow(yield* webhooks.setDisabled(user.user.id, test, null)).disabled_at).toBeNull()
+            // What failed meanwhile stays failed; new events are delivered again, and a resend is allowed.
+            expect((yield* webhooks.listDeliveries(test, 100)).map((d) => d.status)).toEqual(["failed", "failed"])
+            const { eventId: newEvent } = yield* emit.created(user, "test")
+            const claimed = one(yield* claimAll)
+            expect(claimed).toMatchObject({ endpointId: test, eventId: newEvent })
+            expect(yield* webhooks.resend(inFlight.id, yield* DateTime.now)).toBe(true)
+          })))
+
+      it.effect("a test event is one delivery to its endpoint, sent as its envelope; another user's endpoint is not found, a disabled one refused", () =>
+        withEndpoints(({ live, test, user }) =>
+          Effect.gen(function*() {
+            const webhooks = yield* WebhookRepository
+            const now = yield* DateTime.now
+            const event = yield* testEvent(user.user.id, test)
+            const delivery = yield* webhooks.createTestDelivery(event)
+            expect(delivery).toMatchObject({
+              id: event.delivery_id,
+              endpoint_id: test,
+              event_id: event.id,
+              type: "webhook.test",
+              status: "pending",
+              attempts: 0,
+              last_status_code: null,
+              next_attempt_at: now,
+              created_at: now,
+              history: []
+            })
+            expect(yield* webhooks.listDeliveries(test, 10)).toEqual([delivery])
+            expect(yield* webhooks.findDelivery(delivery.id)).toEqual(Option.some(delivery))
+            expect(yield* webhooks.listDeliveries(live, 10)).toEqual([])
+            expect(yield* webhooks.nextDue).toEqual(Option.some(now))
+
+            const claimed = one(yield* claimAll)
+            expect(claimed).toMatchObject({ id: delivery.id, endpointId: test, eventId: event.id })
+            expect(Redacted.value(claimed.secret)).toBe("s".repeat(64))
+            const body: unknown = JSON.parse(claimed.body)
+            expect(body).toEqual({
+              id: event.id,
+              type: "webhook.test",
+              created_at: DateTime.formatIso(now),
+              data: { endpoint_id: test, message: TEST_EVENT_MESSAGE }
+            })
+            expect(Object.keys(body ?? {})).toEqual(["id", "type", "created_at", "data"])
+            yield* webhooks.complete(claimed, attempt(now, { _tag: "failed" }, 500))
+            expect(yield* webhooks.resend(delivery.id, now)).toBe(true)
+            expect(one(yield* claimAll).eventId).toBe(event.id)
+
+            const other = yield* seedUser
+            const refused = (userId: UserId, endpointId: WebhookEndpointId) =>
+              Effect.flatMap(testEvent(userId, endpointId), (e) => Effect.flip(webhooks.createTestDelivery(e)))
+            expect((yield* refused(other.user.id, test))._tag).toBe("WebhookEndpointNotFound")
+            expect((yield* refused(user.user.id, WebhookEndpointId.make(uuid())))._tag).toBe("WebhookEndpointNotFound")
+            yield* webhooks.setDisabled(user.user.id, live, now)
+            expect((yield* refused(user.user.id, live))._tag).toBe("WebhookEndpointDisabled")
+            expect(yield* webhooks.listDeliveries(live, 10)).toEqual([])
+            expect(yield* webhooks.listDeliveries(test, 10)).toHaveLength(1)
+
+            // Deleted with its endpoint.
+            expect(yield* webhooks.deleteEndpoint(test)).toBe(true)
+            expect(yield* webhooks.findDelivery(delivery.id)).toEqual(Option.none())
           })))
     })
   })

@@ -8,7 +8,17 @@ import * as Random from "effect/Random"
 import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import { DeliveryId, type Mode, type UserId, type WebhookEndpointId } from "../../domain/Ids.js"
-import { Delivery, DeliveryAttempt, type DeliveryStatus, type EventType, MAX_IN_FLIGHT_PER_ENDPOINT, WebhookEndpoint } from "../../domain/Webhook.js"
+import {
+  Delivery,
+  DeliveryAttempt,
+  type DeliveryStatus,
+  type DeliveryType,
+  type EventType,
+  MAX_IN_FLIGHT_PER_ENDPOINT,
+  WebhookEndpoint,
+  WebhookEndpointDisabled,
+  WebhookEndpointNotFound
+} from "../../domain/Webhook.js"
 import type { DueDelivery, WebhookRepository } from "./WebhookRepository.js"
 
 /** An intent's state change, as the intents repository records it: `data` is the intent as GET shows it. */
@@ -30,6 +40,14 @@ export class Events extends Context.Tag("InMemoryWebhookRepository/Events")<Even
   readonly record: (event: Event) => Effect.Effect<void>
 }>() {}
 
+/** What a delivery carries: an intent's event, or a test event for its endpoint alone. */
+interface Envelope {
+  readonly id: string
+  readonly type: DeliveryType
+  readonly data: unknown
+  readonly created_at: DateTime.Utc
+}
+
 interface StoredEndpoint {
   readonly endpoint: WebhookEndpoint
   readonly secret: string
@@ -38,7 +56,7 @@ interface StoredEndpoint {
 interface StoredDelivery {
   readonly id: DeliveryId
   readonly endpointId: WebhookEndpointId
-  readonly event: Event
+  readonly event: Envelope
   readonly status: DeliveryStatus
   readonly attempts: number
   readonly failures: number
@@ -71,6 +89,9 @@ const earliestDue = Order.combine(
 )
 
 const isPending = (d: StoredDelivery) => d.status === "pending"
+const isFailedAttempt = (a: DeliveryAttempt) => a.status_code === null || a.status_code < 200 || a.status_code >= 300
+/** `failed`, or `pending` with at least one failed attempt. */
+const isFailing = (d: StoredDelivery) => d.status === "failed" || (isPending(d) && d.history.some(isFailedAttempt))
 const isHeld = (d: StoredDelivery, at: DateTime.Utc) =>
   d.lockedUntil !== null && DateTime.greaterThanOrEqualTo(d.lockedUntil, at)
 const isDue = (d: StoredDelivery, at: DateTime.Utc) =>
@@ -111,6 +132,21 @@ const toDelivery = (d: StoredDelivery) =>
     history: d.history
   })
 
+/** A new pending delivery of `event` to `endpointId`, due when the event was written. */
+const pending = (id: DeliveryId, endpointId: WebhookEndpointId, event: Envelope): StoredDelivery => ({
+  id,
+  endpointId,
+  event,
+  status: "pending",
+  attempts: 0,
+  failures: 0,
+  claims: 0,
+  lastStatusCode: null,
+  nextAttemptAt: event.created_at,
+  lockedUntil: null,
+  history: []
+})
+
 /** Milliseconds, as the database keeps them. */
 const truncate = (at: DateTime.Utc) => DateTime.unsafeMake(DateTime.toEpochMillis(at))
 
@@ -131,6 +167,25 @@ export const makeWithEvents = Effect.gen(function*() {
   const isEnabled = (endpoints: ReadonlyMap<string, StoredEndpoint>, id: string) =>
     endpoints.get(id)?.endpoint.disabled_at === null
 
+  /** Disables an endpoint at `at` (kept if it already was) and fails its pending deliveries, as a 410 does. */
+  const disable = (
+    deliveries: Map<string, StoredDelivery>,
+    endpoints: Map<string, StoredEndpoint>,
+    stored: StoredEndpoint,
+    at: DateTime.Utc
+  ) => {
+    const endpoint = new WebhookEndpoint({ ...stored.endpoint, disabled_at: stored.endpoint.disabled_at ?? at })
+    endpoints.set(endpoint.id, { ...stored, endpoint })
+    for (const d of [...deliveries.values()]) {
+      if (d.endpointId === endpoint.id && isPending(d)) deliveries.set(d.id, { ...d, status: "failed", nextAttemptAt: null })
+    }
+    return endpoint
+  }
+
+  /** The endpoint `id` if it is `userId`'s. */
+  const owned = (endpoints: ReadonlyMap<string, StoredEndpoint>, userId: UserId, id: WebhookEndpointId) =>
+    Option.filter(Option.fromNullable(endpoints.get(id)), (stored) => stored.endpoint.user_id === userId)
+
   const events = Events.of({
     record: (event) =>
       Effect.gen(function*() {
@@ -139,22 +194,11 @@ export const makeWithEvents = Effect.gen(function*() {
           endpoint.user_id === event.user_id && endpoint.mode === event.mode && endpoint.disabled_at === null &&
           endpoint.events.includes(event.type)
         )
-        const created = truncate(event.created_at)
-        const stored = { ...event, created_at: created }
-        const made = yield* Effect.forEach(subscribed, ({ endpoint }) =>
-          Effect.map(uuid, (id): StoredDelivery => ({
-            id: DeliveryId.make(id),
-            endpointId: endpoint.id,
-            event: stored,
-            status: "pending",
-            attempts: 0,
-            failures: 0,
-            claims: 0,
-            lastStatusCode: null,
-            nextAttemptAt: created,
-            lockedUntil: null,
-            history: []
-          })))
+        const stored = { ...event, created_at: truncate(event.created_at) }
+        const made = yield* Effect.forEach(
+          subscribed,
+          ({ endpoint }) => Effect.map(uuid, (id) => pending(DeliveryId.make(id), endpoint.id, stored))
+        )
         yield* update((deliveries) => made.forEach((delivery) => deliveries.set(delivery.id, delivery)))
       })
   })
@@ -170,6 +214,60 @@ export const makeWithEvents = Effect.gen(function*() {
         [...s.endpoints.values()].map(({ endpoint }) => endpoint).filter((e) => e.user_id === userId).sort(byCreation)),
 
     findEndpoint: (id) => Effect.map(Ref.get(state), (s) => Option.fromNullable(s.endpoints.get(id)?.endpoint)),
+
+    listEndpointsOf: (owner, since) =>
+      Effect.map(Ref.get(state), (s) => {
+        const deliveries = [...s.deliveries.values()]
+        return [...s.endpoints.values()]
+          .map(({ endpoint }) => endpoint)
+          .filter((e) => e.user_id === owner.userId && e.mode === owner.mode)
+          .sort(byCreation)
+          .map((endpoint) => ({
+            endpoint,
+            failingDeliveries: deliveries.filter((d) =>
+              d.endpointId === endpoint.id && DateTime.greaterThanOrEqualTo(d.event.created_at, since) && isFailing(d)
+            ).length
+          }))
+      }),
+
+    rotateSecret: (userId, id, secret) =>
+      update((_, endpoints) =>
+        Option.map(owned(endpoints, userId, id), (stored) => {
+          endpoints.set(id, { ...stored, secret })
+          return stored.endpoint
+        })
+      ),
+
+    setDisabled: (userId, id, at) =>
+      update((deliveries, endpoints) =>
+        Option.map(owned(endpoints, userId, id), (stored) => {
+          if (at !== null) return disable(deliveries, endpoints, stored, truncate(at))
+          const endpoint = new WebhookEndpoint({ ...stored.endpoint, disabled_at: null })
+          endpoints.set(id, { ...stored, endpoint })
+          return endpoint
+        })
+      ),
+
+    createTestDelivery: (event) =>
+      Effect.gen(function*() {
+        const made = pending(event.delivery_id, event.endpoint_id, {
+          id: event.id,
+          type: "webhook.test",
+          data: event.data,
+          created_at: truncate(event.created_at)
+        })
+        // Checked and written in one update, as the SQL statement does under its lock.
+        const outcome = yield* update((deliveries, endpoints) => {
+          const stored = owned(endpoints, event.user_id, event.endpoint_id)
+          if (Option.isNone(stored)) return "not_found" as const
+          if (stored.value.endpoint.disabled_at !== null) return "disabled" as const
+          deliveries.set(made.id, made)
+          return "created" as const
+        })
+        if (outcome === "not_found") return yield* new WebhookEndpointNotFound()
+        if (outcome === "disabled") return yield* new WebhookEndpointDisabled()
+        return toDelivery(made)
+      }),
 
     deleteEndpoint: (id) =>
       update((deliveries, endpoints) => {
@@ -291,12 +389,7 @@ export const makeWithEvents = Effect.gen(function*() {
         })
         const stored = endpoints.get(d.endpointId)
         if (next._tag !== "gone" || stored === undefined || stored.endpoint.disabled_at !== null) return
-        endpoints.set(d.endpointId, { ...stored, endpoint: new WebhookEndpoint({ ...stored.endpoint, disabled_at: at }) })
-        for (const other of [...deliveries.values()]) {
-          if (other.endpointId === d.endpointId && isPending(other)) {
-            deliveries.set(other.id, { ...other, status: "failed", nextAttemptAt: null })
-          }
-        }
+        disable(deliveries, endpoints, stored, at)
       }),
 
     release: (delivery, at) =>

@@ -8,12 +8,21 @@ import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
-import { DeliveryId, Mode, UserId, WebhookEndpointId } from "../../domain/Ids.js"
-import { Delivery, DeliveryStatus, EventType, MAX_IN_FLIGHT_PER_ENDPOINT, WebhookEndpoint } from "../../domain/Webhook.js"
+import { DeliveryId, Mode, type Owner, UserId, WebhookEndpointId } from "../../domain/Ids.js"
+import {
+  Delivery,
+  DeliveryStatus,
+  EventType,
+  MAX_IN_FLIGHT_PER_ENDPOINT,
+  TestEventData,
+  WebhookEndpoint,
+  WebhookEndpointDisabled,
+  WebhookEndpointNotFound
+} from "../../domain/Webhook.js"
 import { orDie } from "../../sql/Defects.js"
 import { WEBHOOK_CHANNEL } from "../../sql/Channels.js"
 import { iso } from "../../sql/Outbox.js"
-import type { AttemptResult, DueDelivery, NewEndpoint, WebhookRepository } from "./WebhookRepository.js"
+import type { AttemptResult, DueDelivery, NewEndpoint, NewTestEvent, WebhookRepository } from "./WebhookRepository.js"
 
 const Timestamp = Schema.DateTimeUtcFromDate
 
@@ -36,7 +45,9 @@ const EndpointView = EndpointRow.omit("secret")
 const DeliveryRow = Schema.Struct({
   id: DeliveryId,
   endpoint_id: WebhookEndpointId,
-  event_id: Schema.String,
+  /** The intent's event it carries, or else (exactly one of the two) its test event. */
+  event_id: Schema.NullOr(Schema.String),
+  test_event_id: Schema.NullOr(Schema.String),
   status: DeliveryStatus,
   attempts: Schema.Int,
   failures: Schema.Int,
@@ -60,8 +71,9 @@ const AttemptRow = Schema.Struct({
 
 /** A claimed delivery with its endpoint's address and secret and the envelope to send. */
 const DueRow = Schema.Struct({
-  ...DeliveryRow.pick("id", "claims", "failures", "endpoint_id", "event_id").fields,
+  ...DeliveryRow.pick("id", "claims", "failures", "endpoint_id").fields,
   ...EndpointRow.pick("url", "mode", "secret").fields,
+  event_id: Schema.String,
   body: Schema.String
 })
 
@@ -82,9 +94,20 @@ const Outcome = Schema.Struct({
 
 const Lease = Schema.Struct({ at: Timestamp, until: Timestamp })
 
-/** A delivery as the operator API shows it, built by the database with its attempts. */
+/**
+ * `ev`, the event the delivery `d` carries (`id`, `type`, `created_at`, `data`): an intent's or a
+ * test event, exactly one of which the delivery names.
+ */
+const eventOf = (d: string) =>
+  `CROSS JOIN LATERAL (
+     SELECT id, type, created_at, data FROM events WHERE id = ${d}.event_id
+     UNION ALL
+     SELECT id, type, created_at, data FROM webhook_test_events WHERE id = ${d}.test_event_id
+   ) ev`
+
+/** A delivery as the operator API shows it, built by the database with its attempts (`ev`: {@link eventOf}). */
 const deliveryObject = `json_build_object(
-  'id', d.id, 'endpoint_id', d.endpoint_id, 'event_id', d.event_id, 'type', ev.type, 'status', d.status,
+  'id', d.id, 'endpoint_id', d.endpoint_id, 'event_id', ev.id, 'type', ev.type, 'status', d.status,
   'attempts', d.attempts, 'last_status_code', d.last_status_code,
   'next_attempt_at', CASE WHEN d.status = 'pending' THEN ${iso("d.next_attempt_at")} END,
   'created_at', ${iso("d.created_at")},
@@ -95,6 +118,12 @@ const deliveryObject = `json_build_object(
     FROM webhook_attempts a WHERE a.delivery_id = d.id), '[]'::json))`
 
 const endpointColumns = "id, user_id, url, mode, events, created_at, disabled_at"
+
+/** An endpoint with the count of its failing deliveries, for {@link WebhookRepository} `listEndpointsOf`. */
+const HealthRow = Schema.Struct({ ...EndpointView.fields, failing: Schema.Int })
+
+/** An attempt that was not a success: no answer, or not a 2xx. */
+const failedAttempt = "(a.status_code IS NULL OR a.status_code NOT BETWEEN 200 AND 299)"
 
 const toEndpoint = (row: typeof EndpointView.Type) => new WebhookEndpoint(row)
 
@@ -153,7 +182,7 @@ export const make = Effect.gen(function*() {
     Result: DeliveryView,
     execute: ({ endpointId, limit }) =>
       sql`SELECT ${sql.literal(deliveryObject)} AS delivery
-          FROM webhook_deliveries d JOIN events ev ON ev.id = d.event_id
+          FROM webhook_deliveries d ${sql.literal(eventOf("d"))}
           WHERE d.endpoint_id = ${endpointId} ORDER BY d.created_at DESC, d.id DESC LIMIT ${limit}`
   })
   const selectDelivery = SqlSchema.findOne({
@@ -161,7 +190,7 @@ export const make = Effect.gen(function*() {
     Result: DeliveryView,
     execute: (id) =>
       sql`SELECT ${sql.literal(deliveryObject)} AS delivery
-          FROM webhook_deliveries d JOIN events ev ON ev.id = d.event_id WHERE d.id = ${id}`
+          FROM webhook_deliveries d ${sql.literal(eventOf("d"))} WHERE d.id = ${id}`
   })
   const updateResend = SqlSchema.findOne({
     Request: Schema.Struct({ id: DeliveryId, at: Timestamp }),
@@ -171,6 +200,78 @@ export const make = Effect.gen(function*() {
           FROM webhook_endpoints w
           WHERE d.id = ${id} AND w.id = d.endpoint_id AND w.disabled_at IS NULL
           RETURNING d.id`
+  })
+  const selectEndpointsOf = SqlSchema.findAll({
+    Request: Schema.Struct({ user_id: UserId, mode: Mode, since: Timestamp }),
+    Result: HealthRow,
+    execute: ({ mode, since, user_id }) =>
+      sql`SELECT ${sql.literal(endpointColumns)},
+                 (SELECT count(*) FROM webhook_deliveries d
+                  WHERE d.endpoint_id = w.id AND d.created_at >= ${since}
+                    AND (d.status = 'failed' OR (d.status = 'pending' AND EXISTS (
+                      SELECT 1 FROM webhook_attempts a WHERE a.delivery_id = d.id AND ${sql.literal(failedAttempt)}
+                    ))))::int AS failing
+          FROM webhook_endpoints w
+          WHERE w.user_id = ${user_id} AND w.mode = ${mode}
+          ORDER BY w.created_at, w.id`
+  })
+  const updateSecret = SqlSchema.findOne({
+    Request: EndpointRow.pick("id", "user_id", "secret"),
+    Result: EndpointView,
+    execute: ({ id, secret, user_id }) =>
+      sql`UPDATE webhook_endpoints SET secret = ${secret} WHERE id = ${id} AND user_id = ${user_id}
+          RETURNING ${sql.literal(endpointColumns)}`
+  })
+  const updateDisabled = SqlSchema.findOne({
+    Request: Schema.Struct({ id: WebhookEndpointId, user_id: UserId, at: Timestamp }),
+    Result: EndpointView,
+    // Disabling as a 410 does: the pending deliveries fail with it (the claim fails any written meanwhile).
+    execute: ({ at, id, user_id }) =>
+      sql`WITH endpoint AS (
+            UPDATE webhook_endpoints SET disabled_at = COALESCE(disabled_at, ${at})
+            WHERE id = ${id} AND user_id = ${user_id}
+            RETURNING ${sql.literal(endpointColumns)}
+          ), failed AS (
+            UPDATE webhook_deliveries d SET status = 'failed', next_attempt_at = NULL, updated_at = ${at}
+            FROM endpoint w WHERE d.endpoint_id = w.id AND d.status = 'pending'
+          )
+          SELECT ${sql.literal(endpointColumns)} FROM endpoint`
+  })
+  const updateEnabled = SqlSchema.findOne({
+    Request: Schema.Struct({ id: WebhookEndpointId, user_id: UserId }),
+    Result: EndpointView,
+    execute: ({ id, user_id }) =>
+      sql`UPDATE webhook_endpoints SET disabled_at = NULL WHERE id = ${id} AND user_id = ${user_id}
+          RETURNING ${sql.literal(endpointColumns)}`
+  })
+  const insertTestEvent = SqlSchema.single({
+    Request: Schema.Struct({
+      id: Schema.String,
+      delivery_id: DeliveryId,
+      endpoint_id: WebhookEndpointId,
+      user_id: UserId,
+      data: Schema.parseJson(TestEventData),
+      created_at: Timestamp
+    }),
+    Result: Schema.Struct({ found: Schema.Boolean, created: Schema.Boolean }),
+    // The endpoint's row is locked for the check, so a disabling committed just before is seen and
+    // nothing is written. A disabling that waited for the lock may miss the new delivery (its
+    // snapshot is older): the claim fails it unsent, as it does an event's delivery written meanwhile.
+    execute: (e) =>
+      sql`WITH target AS (
+            SELECT id, disabled_at FROM webhook_endpoints
+            WHERE id = ${e.endpoint_id} AND user_id = ${e.user_id}
+            FOR SHARE
+          ), test_event AS (
+            INSERT INTO webhook_test_events (id, endpoint_id, type, data, created_at)
+            SELECT ${e.id}, t.id, 'webhook.test', ${e.data}::json, ${e.created_at} FROM target t WHERE t.disabled_at IS NULL
+            RETURNING id, endpoint_id, created_at
+          ), delivery AS (
+            INSERT INTO webhook_deliveries (id, endpoint_id, test_event_id, status, next_attempt_at, created_at, updated_at)
+            SELECT ${e.delivery_id}, t.endpoint_id, t.id, 'pending', t.created_at, t.created_at, t.created_at FROM test_event t
+            RETURNING id
+          )
+          SELECT EXISTS (SELECT 1 FROM target) AS found, EXISTS (SELECT 1 FROM delivery) AS created`
   })
   const notifyDue = SqlSchema.void({
     Request: Schema.Void,
@@ -220,12 +321,12 @@ export const make = Effect.gen(function*() {
         ), claimed AS (
           UPDATE webhook_deliveries d SET locked_until = ${until}, claims = d.claims + 1
           FROM due WHERE d.id = due.id
-          RETURNING d.id, d.claims, d.failures, d.endpoint_id, d.event_id, d.next_attempt_at
+          RETURNING d.id, d.claims, d.failures, d.endpoint_id, d.event_id, d.test_event_id, d.next_attempt_at
         )
-        SELECT c.id, c.claims, c.failures, c.endpoint_id, w.url, w.mode, w.secret, c.event_id,
+        SELECT c.id, c.claims, c.failures, c.endpoint_id, w.url, w.mode, w.secret, ev.id AS event_id,
                json_build_object('id', ev.id, 'type', ev.type, 'created_at', ${sql.literal(iso("ev.created_at"))},
                                  'data', ev.data)::text AS body
-        FROM claimed c JOIN webhook_endpoints w ON w.id = c.endpoint_id JOIN events ev ON ev.id = c.event_id
+        FROM claimed c JOIN webhook_endpoints w ON w.id = c.endpoint_id ${sql.literal(eventOf("c"))}
         ORDER BY c.next_attempt_at, c.id`
   })
 
@@ -341,6 +442,37 @@ export const make = Effect.gen(function*() {
     findEndpoint: Effect.fn("WebhookRepository.findEndpoint")(function*(id: WebhookEndpointId) {
       return Option.map(yield* selectEndpoint(id), toEndpoint)
     }, orDie),
+
+    listEndpointsOf: Effect.fn("WebhookRepository.listEndpointsOf")(function*(owner: Owner, since: DateTime.Utc) {
+      const rows = yield* selectEndpointsOf({ user_id: owner.userId, mode: owner.mode, since })
+      return rows.map(({ failing, ...endpoint }) => ({ endpoint: toEndpoint(endpoint), failingDeliveries: failing }))
+    }, orDie),
+
+    rotateSecret: Effect.fn("WebhookRepository.rotateSecret")(
+      function*(userId: UserId, id: WebhookEndpointId, secret: string) {
+        return Option.map(yield* updateSecret({ id, user_id: userId, secret }), toEndpoint)
+      },
+      orDie
+    ),
+
+    setDisabled: Effect.fn("WebhookRepository.setDisabled")(
+      function*(userId: UserId, id: WebhookEndpointId, at: DateTime.Utc | null) {
+        const row = at === null
+          ? yield* updateEnabled({ id, user_id: userId })
+          : yield* updateDisabled({ id, user_id: userId, at })
+        return Option.map(row, toEndpoint)
+      },
+      orDie
+    ),
+
+    createTestDelivery: Effect.fn("WebhookRepository.createTestDelivery")(function*(event: NewTestEvent) {
+      const { created, found } = yield* insertTestEvent(event)
+      if (!found) return yield* new WebhookEndpointNotFound()
+      if (!created) return yield* new WebhookEndpointDisabled()
+      yield* notifyDue(undefined)
+      const written = yield* selectDelivery(event.delivery_id)
+      return (yield* written).delivery
+    }, sql.withTransaction, orDie),
 
     deleteEndpoint: Effect.fn("WebhookRepository.deleteEndpoint")(function*(id: WebhookEndpointId) {
       yield* deleteAttempts(id)

@@ -5,8 +5,15 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
-import type { DeliveryId, Mode, UserId, WebhookEndpointId } from "../../domain/Ids.js"
-import type { Delivery, EventType, WebhookEndpoint } from "../../domain/Webhook.js"
+import type { DeliveryId, Mode, Owner, UserId, WebhookEndpointId } from "../../domain/Ids.js"
+import type {
+  Delivery,
+  EventType,
+  TestEventData,
+  WebhookEndpoint,
+  WebhookEndpointDisabled,
+  WebhookEndpointNotFound
+} from "../../domain/Webhook.js"
 import * as InMemoryWebhookRepository from "./InMemoryWebhookRepository.js"
 import * as SqlWebhookRepository from "./SqlWebhookRepository.js"
 
@@ -17,6 +24,23 @@ export interface NewEndpoint {
   readonly mode: Mode
   readonly events: ReadonlyArray<EventType>
   readonly secret: string
+  readonly created_at: DateTime.Utc
+}
+
+/** An endpoint with the number of its recent deliveries that are failing. */
+export interface EndpointHealth {
+  readonly endpoint: WebhookEndpoint
+  /** Deliveries created since the given time that are `failed`, or `pending` with at least one failed attempt. */
+  readonly failingDeliveries: number
+}
+
+/** A `webhook.test` event for one endpoint of `user_id`, and the id of its one delivery. */
+export interface NewTestEvent {
+  readonly id: string
+  readonly delivery_id: DeliveryId
+  readonly endpoint_id: WebhookEndpointId
+  readonly user_id: UserId
+  readonly data: TestEventData
   readonly created_at: DateTime.Utc
 }
 
@@ -54,6 +78,27 @@ export class WebhookRepository extends Context.Tag("WebhookRepository")<WebhookR
   readonly createEndpoint: (endpoint: NewEndpoint) => Effect.Effect<WebhookEndpoint>
   readonly listEndpoints: (userId: UserId) => Effect.Effect<ReadonlyArray<WebhookEndpoint>>
   readonly findEndpoint: (id: WebhookEndpointId) => Effect.Effect<Option.Option<WebhookEndpoint>>
+  /** A user's endpoints of one mode, oldest first, each with its deliveries created since `since` that are failing. */
+  readonly listEndpointsOf: (owner: Owner, since: DateTime.Utc) => Effect.Effect<ReadonlyArray<EndpointHealth>>
+  /** Replaces the secret of `userId`'s endpoint: every claim from then on signs with it. None if not theirs. */
+  readonly rotateSecret: (
+    userId: UserId,
+    id: WebhookEndpointId,
+    secret: string
+  ) => Effect.Effect<Option.Option<WebhookEndpoint>>
+  /**
+   * Disables `userId`'s endpoint at `at` (kept if already disabled), failing its pending deliveries as a
+   * 410 does, or enables it (`at` null): events written from then on are delivered. None if not theirs.
+   */
+  readonly setDisabled: (
+    userId: UserId,
+    id: WebhookEndpointId,
+    at: DateTime.Utc | null
+  ) => Effect.Effect<Option.Option<WebhookEndpoint>>
+  /** Writes a test event and its one delivery, due now, to `userId`'s enabled endpoint. */
+  readonly createTestDelivery: (
+    event: NewTestEvent
+  ) => Effect.Effect<Delivery, WebhookEndpointNotFound | WebhookEndpointDisabled>
   /** Deletes an endpoint and its deliveries; false when there is no such endpoint. */
   readonly deleteEndpoint: (id: WebhookEndpointId) => Effect.Effect<boolean>
   /** An endpoint's deliveries, newest first, each with its attempts. */
