@@ -14,6 +14,7 @@ import {
   AlpacaCredentials,
   CreateApiKeyPayload,
   CreateBrokerPayload,
+  CreateLoginPayload,
   CreateUserPayload,
   CreateWebhookEndpointPayload
 } from "../src/api/AdminApi.js"
@@ -25,6 +26,7 @@ const usage = `Usage: npm run admin -- <command> [flags]
 
   create-user    --name NAME --tier free|pro|enterprise [--requests-per-minute N] [--intents-per-month N]
   get-user       --user USER_ID
+  create-login   --user USER_ID --email EMAIL --password PASSWORD
   create-key     --user USER_ID --name NAME --mode test|live [--scopes intents:read,intents:write] [--expires-at ISO]
   list-keys      --user USER_ID
   revoke-key     --key KEY_ID
@@ -61,6 +63,8 @@ const parse = () => parseArgs({
     broker: { type: "string" },
     delivery: { type: "string" },
     limit: { type: "string" },
+    email: { type: "string" },
+    password: { type: "string" },
     help: { type: "boolean", short: "h" }
   }
 })
@@ -113,6 +117,11 @@ const main = Effect.gen(function*() {
         })
       case "get-user":
         return yield* admin.getUser({ path: { user_id: yield* userId(values) } })
+      case "create-login":
+        return yield* admin.createLogin({
+          path: { user_id: yield* userId(values) },
+          payload: yield* decode(CreateLoginPayload, { email: values.email, password: values.password })
+        })
       case "create-key":
         return yield* admin.createApiKey({
           path: { user_id: yield* userId(values) },

@@ -43,6 +43,23 @@ export const AppConfig = {
         })
     )
   ),
+  /** Where customers reach the service; the dashboard's cookies are `Secure` when it is https. */
+  publicUrl: Config.option(
+    Config.string("PUBLIC_URL").pipe(
+      Config.mapOrFail((text) => {
+        try {
+          const url = new URL(text)
+          return url.protocol === "http:" || url.protocol === "https:"
+            ? Either.right(url)
+            : Either.left(ConfigError.InvalidData(["PUBLIC_URL"], "must be an http or https URL"))
+        } catch {
+          return Either.left(ConfigError.InvalidData(["PUBLIC_URL"], "must be an http or https URL"))
+        }
+      })
+    )
+  ),
+  /** `open`: anyone may sign up in the dashboard; `closed`: accounts come from the operator API. */
+  signup: Config.literal("open", "closed")("SIGNUP").pipe(Config.withDefault("open")),
   authFailuresPerMinute: Config.integer("AUTH_FAILURES_PER_MINUTE").pipe(
     Config.withDefault(20),
     Config.validate({ message: "AUTH_FAILURES_PER_MINUTE must be a positive integer", validation: (n) => n > 0 })

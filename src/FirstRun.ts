@@ -5,12 +5,17 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { Operators } from "./services/accounts/Operators.js"
+import { IdGenerator } from "./services/IdGenerator.js"
+import { Logins } from "./services/logins/Logins.js"
 import { DatabaseInfo } from "./sql/Database.js"
 
+const DEMO_EMAIL = "demo@example.com"
+
 /**
- * The first start on an empty embedded database creates a demo user with a test key and a mock
- * broker connection, and prints what a newcomer needs to send a first intent. Never on PostgreSQL,
- * never once a user exists. This is the one moment the key is shown.
+ * The first start on an empty embedded database creates a demo user with a test key, a mock
+ * broker connection and a dashboard login, and prints what a newcomer needs to send a first
+ * intent and sign in. Never on PostgreSQL, never once a user exists. This is the one moment the
+ * key and the password are shown.
  */
 export const layer = (baseUrl: string) =>
   Layer.effectDiscard(
@@ -28,6 +33,8 @@ export const layer = (baseUrl: string) =>
       const user = yield* operators.createUser({ name: "Demo user", tier: "free" })
       const { key } = yield* operators.createApiKey(user.id, { name: "Demo test key", mode: "test" })
       const broker = yield* operators.createBroker(user.id, { name: "Mock broker", kind: "mock", mode: "test" })
+      const password = yield* Effect.flatMap(IdGenerator, (ids) => ids.base62(16))
+      const login = yield* (yield* Logins).createLogin(user.id, { email: DEMO_EMAIL, password })
       const body = JSON.stringify({
         intent_id: "demo-1",
         symbol: "AAPL",
@@ -42,6 +49,10 @@ export const layer = (baseUrl: string) =>
         `  API key (shown only now): ${key}`,
         `  broker_id:                ${broker.id}`,
         `  user id:                  ${user.id}`,
+        "",
+        `Dashboard: ${baseUrl}/dashboard/`,
+        `  email:                    ${login.email}`,
+        `  password (shown only now): ${password}`,
         "",
         "Create a Trade Intent:",
         `  curl -s -X POST ${baseUrl}/api/v1/intents \\`,

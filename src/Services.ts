@@ -14,6 +14,8 @@ import { IdGenerator } from "./services/IdGenerator.js"
 import { EventRepository } from "./services/events/EventRepository.js"
 import { Events } from "./services/events/Events.js"
 import { EventStreams } from "./services/events/EventStreams.js"
+import { LoginRepository } from "./services/logins/LoginRepository.js"
+import { Logins } from "./services/logins/Logins.js"
 import { IntentRepository } from "./services/intents/IntentRepository.js"
 import { Intents } from "./services/intents/Intents.js"
 import { RateLimiter } from "./services/RateLimiter.js"
@@ -61,6 +63,7 @@ export const ports = (options: ServiceOptions) =>
     EventRepository.layerSql,
     RoutingRepository.layerSql,
     WebhookRepository.layerSql,
+    LoginRepository.layerSql,
     WebhookSigner.layer,
     BrokerGateway.layer({ alpaca: options.alpaca ?? AlpacaConfig.defaults }).pipe(
       Layer.provide(NodeHttpClient.layerUndici)
@@ -83,6 +86,7 @@ export const portsInMemory = (options: ServiceOptions) =>
     IntentRepository.layerInMemory,
     EventRepository.layerInMemory,
     WebhookRepository.layerInMemory,
+    LoginRepository.layerInMemory,
     WebhookSigner.layer,
     BrokerGateway.layerInMemory({ alpaca: options.alpaca ?? AlpacaConfig.defaults }).pipe(
       Layer.provide(NodeHttpClient.layerUndici)
@@ -105,7 +109,7 @@ export interface WorkerOptions {
 
 /** The use cases over the given ports: swap one port to test what sits above it. */
 export const withPorts = <ROut, E, R>(ports: Layer.Layer<ROut, E, R>) =>
-  Layer.mergeAll(Intents.Default, Events.Default, EventStreams.Default, Webhooks.Default).pipe(
+  Layer.mergeAll(Intents.Default, Events.Default, EventStreams.Default, Webhooks.Default, Logins.Default).pipe(
     Layer.provideMerge(Operators.Default),
     Layer.provideMerge(ApiKeyCache.Default),
     Layer.provideMerge(ports)

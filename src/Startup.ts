@@ -4,6 +4,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import { fileURLToPath } from "node:url"
 import { AppConfig } from "./Config.js"
 import type * as Server from "./http/Server.js"
 import * as AlpacaConfig from "./services/brokers/alpaca/AlpacaConfig.js"
@@ -27,17 +28,22 @@ export const configuration: Effect.Effect<Configuration, ConfigError.ConfigError
   const credentialsKey = yield* AppConfig.credentialsKey
   const rateLimits = yield* AppConfig.rateLimits
   const authFailuresPerMinute = yield* AppConfig.authFailuresPerMinute
+  const publicUrl = yield* AppConfig.publicUrl
+  const signup = yield* AppConfig.signup
   if (rateLimits._tag === "Off") yield* Effect.logWarning("RATE_LIMITS=off: no per-key limits are enforced")
   const routing = yield* RoutingWorker.config
   const webhooks = yield* WebhookWorker.config
   const alpaca = yield* AlpacaConfig.config
   const streams = yield* BrokerStreams.config
   return {
-    http: { adminToken, authFailuresPerMinute },
+    http: { adminToken, authFailuresPerMinute, publicUrl, signup, dashboardAssets: DASHBOARD_ASSETS },
     services: { credentialsKey, rateLimits, alpaca },
     workers: { routing, webhooks, streams }
   }
 })
+
+/** The built dashboard, beside the bundled service (`dist/main.js` serves `dist/dashboard/`). */
+const DASHBOARD_ASSETS = fileURLToPath(new URL("./dashboard/", import.meta.url))
 
 const KEY_FILE = "credentials.key"
 

@@ -5,6 +5,7 @@ import * as Schema from "effect/Schema"
 import { MAX_INT4, rule } from "../domain/Errors.js"
 import { ApiKey, ApiKeyScope, BrokerEnvironment, BrokerKind, BrokerStatus, Tier, User } from "../domain/Account.js"
 import { ApiKeyId, BrokerId, DeliveryId, Mode, UserId, WebhookEndpointId } from "../domain/Ids.js"
+import { Email, Password } from "../domain/Login.js"
 import { Delivery, EventType, WebhookEndpoint } from "../domain/Webhook.js"
 import {
   ApiKeyNotFoundResponse,
@@ -12,6 +13,8 @@ import {
   BrokerNotFoundResponse,
   BrokerUnreachableResponse,
   DeliveryNotFoundResponse,
+  EmailTakenResponse,
+  LoginExistsResponse,
   pathId,
   UnprocessableResponse,
   UserNotFoundResponse,
@@ -118,6 +121,15 @@ export class CreatedWebhookEndpoint extends Schema.Class<CreatedWebhookEndpoint>
   secret: Schema.String
 }) {}
 
+/** A dashboard login for an existing user (when sign-up is closed, the only way to one). */
+export const CreateLoginPayload = Schema.Struct({ email: Email, password: Password }).annotations(strict)
+
+export class CreatedLogin extends Schema.Class<CreatedLogin>("CreatedLogin")({
+  user_id: UserId,
+  email: Schema.String,
+  created_at: Schema.DateTimeUtc
+}) {}
+
 const DeliveriesQuery = Schema.Struct({
   limit: Schema.optional(
     Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000)).annotations(
@@ -142,6 +154,16 @@ export class AdminApi extends HttpApiGroup.make("admin")
       .setPath(UserPath)
       .addSuccess(User)
       .addError(UserNotFoundResponse)
+  )
+  .add(
+    HttpApiEndpoint.post("createLogin", "/users/:user_id/login")
+      .setPath(UserPath)
+      .setPayload(CreateLoginPayload)
+      .addSuccess(CreatedLogin, { status: 201 })
+      .addError(UserNotFoundResponse)
+      .addError(EmailTakenResponse)
+      .addError(LoginExistsResponse)
+      .annotate(OpenApi.Summary, "Give a user a dashboard login (email and password)")
   )
   .add(
     HttpApiEndpoint.post("createApiKey", "/users/:user_id/api-keys")

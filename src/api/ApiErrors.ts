@@ -14,6 +14,15 @@ import { Forbidden, QuotaExceeded, RateLimited, Unauthorized } from "../domain/A
 import type { WireError } from "../domain/Errors.js"
 import { InternalError, Unavailable, Unprocessable, ValidationError, WireErrors } from "../domain/Errors.js"
 import { EventNotFound } from "../domain/Event.js"
+import {
+  CsrfRejected,
+  EmailTaken,
+  InvalidLogin,
+  LoginExists,
+  LoginThrottled,
+  SessionRequired,
+  SignupClosed
+} from "../domain/Login.js"
 import { DuplicateIntent, IntentNotCancelable, IntentNotFound } from "../domain/Intent.js"
 import { DeliveryNotFound, WebhookEndpointDisabled, WebhookEndpointNotFound } from "../domain/Webhook.js"
 import { CurrentRequestId } from "./RequestId.js"
@@ -71,6 +80,13 @@ export const BrokerCredentialsInvalidResponse = wire(BrokerCredentialsInvalid)
 export const BrokerUnreachableResponse = wire(BrokerUnreachable)
 export const RateLimitedResponse = wire(RateLimited, { retry_after: Schema.Int })
 export const QuotaExceededResponse = wire(QuotaExceeded, { retry_after: Schema.Int })
+export const SessionRequiredResponse = wire(SessionRequired)
+export const InvalidLoginResponse = wire(InvalidLogin)
+export const CsrfRejectedResponse = wire(CsrfRejected)
+export const SignupClosedResponse = wire(SignupClosed)
+export const EmailTakenResponse = wire(EmailTaken)
+export const LoginExistsResponse = wire(LoginExists)
+export const LoginThrottledResponse = wire(LoginThrottled, { retry_after: Schema.Int })
 export const InternalErrorResponse = wire(InternalError)
 export const UnavailableResponse = wire(Unavailable)
 

@@ -18,6 +18,13 @@ export const WireErrors = {
   ValidationError: { status: 400, code: "validation_error" },
   Unauthorized: { status: 401, code: "unauthorized", detail: "Invalid API key" },
   Forbidden: { status: 403, code: "forbidden", detail: "This API key does not have permission for this resource" },
+  SessionRequired: { status: 401, code: "unauthorized", detail: "Sign in to continue" },
+  InvalidLogin: { status: 401, code: "invalid_credentials", detail: "Invalid email or password" },
+  CsrfRejected: { status: 403, code: "forbidden", detail: "Missing or invalid CSRF token" },
+  SignupClosed: { status: 403, code: "signup_closed", detail: "Sign-up is closed: ask the operator for an account" },
+  EmailTaken: { status: 409, code: "email_taken", detail: "An account with this email already exists" },
+  LoginExists: { status: 409, code: "login_exists", detail: "This user already has a login" },
+  LoginThrottled: { status: 429, code: "rate_limit_exceeded" },
   BrokerNotFound: { status: 404, code: "broker_not_found", detail: "Broker connection not found" },
   IntentNotFound: { status: 404, code: "not_found", detail: "Trade Intent not found" },
   EventNotFound: { status: 404, code: "not_found", detail: "Event not found" },
@@ -28,7 +35,7 @@ export const WireErrors = {
   WebhookEndpointDisabled: {
     status: 409,
     code: "webhook_endpoint_disabled",
-    detail: "The webhook endpoint is disabled: it answered 410 Gone. Create a new endpoint to receive events again"
+    detail: "The webhook endpoint is disabled (it answered 410 Gone, or its owner disabled it): enable it to receive events again"
   },
   DuplicateIntent: { status: 409, code: "duplicate_intent_id", detail: "Trade Intent with this intent_id already exists" },
   IntentNotCancelable: { status: 409, code: "intent_not_cancelable" },

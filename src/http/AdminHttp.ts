@@ -1,17 +1,21 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as Effect from "effect/Effect"
-import { ApiKeyView, BrokerView, CreatedApiKey, CreatedWebhookEndpoint, WebhookEndpointView } from "../api/AdminApi.js"
+import { ApiKeyView, BrokerView, CreatedApiKey, CreatedLogin, CreatedWebhookEndpoint, WebhookEndpointView } from "../api/AdminApi.js"
 import { Api } from "../api/Api.js"
 import { Operators } from "../services/accounts/Operators.js"
+import { Logins } from "../services/logins/Logins.js"
 import { Webhooks } from "../services/webhooks/Webhooks.js"
 
 export const AdminHttpLive = HttpApiBuilder.group(Api, "admin", (handlers) =>
   Effect.gen(function*() {
     const operators = yield* Operators
     const webhooks = yield* Webhooks
+    const logins = yield* Logins
     return handlers
       .handle("createUser", ({ payload }) => operators.createUser(payload))
       .handle("getUser", ({ path }) => operators.getUser(path.user_id))
+      .handle("createLogin", ({ path, payload }) =>
+        Effect.map(logins.createLogin(path.user_id, payload), (login) => new CreatedLogin(login)))
       .handle("createApiKey", ({ path, payload }) =>
         Effect.map(operators.createApiKey(path.user_id, payload), (key) => new CreatedApiKey(key)))
       .handle("listApiKeys", ({ path }) =>

@@ -134,6 +134,37 @@ for (const [name, backend] of backends) {
           expect(Option.isNone(yield* accounts.findBroker(bob.user.id, ada.testBroker.id))).toBe(true)
           expect(Option.isNone(yield* accounts.findBroker(ada.user.id, "not-a-uuid'; --"))).toBe(true)
         }))
+
+      it.effect("lists a user's connections of one mode; a disconnected one is neither listed nor found, once", () =>
+        Effect.gen(function*() {
+          const accounts = yield* AccountRepository
+          const ada = yield* seedUser
+          const bob = yield* seedUser
+          const test = { userId: ada.user.id, mode: "test" as const }
+          expect((yield* accounts.listBrokers(test)).map((b) => b.id)).toEqual([ada.testBroker.id])
+          expect((yield* accounts.listBrokers({ ...test, mode: "live" })).map((b) => b.id)).toEqual([ada.liveBroker.id])
+          const now = yield* DateTime.now
+          expect(yield* accounts.disconnectBroker(bob.user.id, ada.testBroker.id, now)).toBe(false)
+          expect(yield* accounts.disconnectBroker(ada.user.id, ada.testBroker.id, now)).toBe(true)
+          expect(yield* accounts.disconnectBroker(ada.user.id, ada.testBroker.id, now)).toBe(false)
+          expect(yield* accounts.listBrokers(test)).toEqual([])
+          expect(Option.isNone(yield* accounts.findBroker(ada.user.id, ada.testBroker.id))).toBe(true)
+          expect(Option.isSome(yield* accounts.findBrokerSecrets(ada.testBroker.id))).toBe(true)
+        }))
+
+      it.effect("finds a key only for its own user, and renames users", () =>
+        Effect.gen(function*() {
+          const accounts = yield* AccountRepository
+          const ada = yield* seedUser
+          const bob = yield* seedUser
+          const key = yield* accounts.createApiKey(yield* newApiKey(ada.user.id))
+          expect(Option.map(yield* accounts.findApiKey(ada.user.id, key.id), (k) => k.id)).toEqual(Option.some(key.id))
+          expect(Option.isNone(yield* accounts.findApiKey(bob.user.id, key.id))).toBe(true)
+          const renamed = yield* accounts.renameUser(ada.user.id, "Grace")
+          expect(Option.map(renamed, (u) => u.name)).toEqual(Option.some("Grace"))
+          expect(Option.map(yield* accounts.findUser(ada.user.id), (u) => u.name)).toEqual(Option.some("Grace"))
+          expect(Option.isNone(yield* accounts.renameUser(UserId.make(uuid()), "x"))).toBe(true)
+        }))
     })
 
     describe("intents", () => {

@@ -89,6 +89,18 @@ export const layer = <E, R>(
     serve(Services.layer({ ...options, alpaca, ...overrides }, { routing, webhooks }).pipe(Layer.provideMerge(database)))
   )
 
+/** {@link layer} with HTTP options of its own (sign-up closed, a public URL, …). */
+export const layerWith = <E, R>(
+  database: Layer.Layer<SqlClient.SqlClient | Database.Notifications, E, R>,
+  http: Partial<Server.Options>
+) =>
+  withFakeAlpacas((alpaca) =>
+    serve(
+      Services.layer({ ...options, alpaca }, { routing, webhooks }).pipe(Layer.provideMerge(database)),
+      { ...options, ...http }
+    )
+  )
+
 /** The whole service on in-memory ports, with Alpaca at two fakes: for fast tests of everything above the repository. */
 export const layerInMemory = withFakeAlpacas((alpaca) =>
   serve(Services.withPorts(Services.portsInMemory({ ...options, alpaca })))

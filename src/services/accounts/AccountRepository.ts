@@ -13,7 +13,7 @@ import type {
   Tier,
   User
 } from "../../domain/Account.js"
-import type { ApiKeyId, BrokerId, Mode, UserId } from "../../domain/Ids.js"
+import type { ApiKeyId, BrokerId, Mode, Owner, UserId } from "../../domain/Ids.js"
 import * as InMemoryAccountRepository from "./InMemoryAccountRepository.js"
 import * as SqlAccountRepository from "./SqlAccountRepository.js"
 
@@ -72,6 +72,8 @@ export interface BrokerSecrets {
 export class AccountRepository extends Context.Tag("AccountRepository")<AccountRepository, {
   readonly createUser: (user: NewUser) => Effect.Effect<User>
   readonly findUser: (id: UserId) => Effect.Effect<Option.Option<User>>
+  /** The user, renamed; none if there is no such user. */
+  readonly renameUser: (id: UserId, name: string) => Effect.Effect<Option.Option<User>>
   readonly createApiKey: (key: NewApiKey) => Effect.Effect<ApiKey>
   readonly listApiKeys: (userId: UserId) => Effect.Effect<ReadonlyArray<ApiKey>>
   /** Revokes a key at once; false when there is no such key (or it was revoked already). */
@@ -82,7 +84,7 @@ export class AccountRepository extends Context.Tag("AccountRepository")<AccountR
   readonly listActiveApiKeys: () => Effect.Effect<ReadonlyArray<ActiveApiKey>>
   readonly touchApiKey: (id: ApiKeyId, at: DateTime.Utc) => Effect.Effect<void>
   readonly createBroker: (connection: NewBrokerConnection) => Effect.Effect<BrokerConnection>
-  /** A connection of this user; any string may be asked for, only an existing id matches. */
+  /** A connected (not disconnected) connection of this user; any string may be asked for, only an existing id matches. */
   readonly findBroker: (userId: UserId, id: string) => Effect.Effect<Option.Option<BrokerConnection>>
   /** A connection's environment and credentials, for the broker acting on it (never for a response). */
   readonly findBrokerSecrets: (id: BrokerId) => Effect.Effect<Option.Option<BrokerSecrets>>
@@ -93,7 +95,19 @@ export class AccountRepository extends Context.Tag("AccountRepository")<AccountR
   readonly markBrokerInvalid: (id: BrokerId, refused: string) => Effect.Effect<void>
   /** New credentials (encrypted) for a connection that has some: `active` again. None if there is no such connection. */
   readonly replaceBrokerCredentials: (id: BrokerId, credentials: string) => Effect.Effect<Option.Option<BrokerConnection>>
-  /** The ids of the active connections of one kind of broker. */
+  /** The user's connections of one mode, oldest first, disconnected ones left out. */
+  readonly listBrokers: (owner: Owner) => Effect.Effect<ReadonlyArray<BrokerConnection>>
+  /**
+   * Disconnects one of the user's connections: no new intent may name it; its intents keep their
+   * history. False when the user has no such connected connection.
+   */
+  readonly disconnectBroker: (userId: UserId, id: BrokerId, at: DateTime.Utc) => Effect.Effect<boolean>
+  /** The user's key with this id, revoked ones included. */
+  readonly findApiKey: (userId: UserId, id: ApiKeyId) => Effect.Effect<Option.Option<ApiKey>>
+  /**
+   * The ids of the active connections of one kind of broker, disconnected ones included while
+   * they have intents still open (their orders are followed to the end).
+   */
   readonly listActiveBrokers: (kind: BrokerKind) => Effect.Effect<ReadonlyArray<BrokerId>>
 }>() {
   // The implementations import this Tag as a type only, so the Layers may name them directly.

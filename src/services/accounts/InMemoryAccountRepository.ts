@@ -13,6 +13,8 @@ interface State {
   readonly brokers: ReadonlyMap<string, BrokerConnection>
   /** Encrypted credentials, by connection id. */
   readonly credentials: ReadonlyMap<string, string | null>
+  /** Disconnected connections, by id. */
+  readonly disconnected: ReadonlySet<string>
 }
 
 const withEntry = <V>(map: ReadonlyMap<string, V>, key: string, value: V): ReadonlyMap<string, V> =>
@@ -20,7 +22,7 @@ const withEntry = <V>(map: ReadonlyMap<string, V>, key: string, value: V): Reado
 
 /** For fast unit tests of the logic above the repository; the contract suite holds it to the SQL one. */
 export const make = Effect.gen(function*() {
-  const state = yield* Ref.make<State>({ users: new Map(), keys: new Map(), brokers: new Map(), credentials: new Map() })
+  const state = yield* Ref.make<State>({ users: new Map(), keys: new Map(), brokers: new Map(), credentials: new Map(), disconnected: new Set() })
 
   const updateKey = (id: string, f: (key: ApiKey) => ApiKey | undefined) =>
     Ref.modify(state, (s): [boolean, State] => {
@@ -91,7 +93,34 @@ export const make = Effect.gen(function*() {
       }),
     findBroker: (userId, id) =>
       Effect.map(Ref.get(state), (s) =>
-        Option.fromNullable(s.brokers.get(id)).pipe(Option.filter((b) => b.user_id === userId))),
+        Option.fromNullable(s.brokers.get(id)).pipe(
+          Option.filter((b) => b.user_id === userId && !s.disconnected.has(b.id))
+        )),
+    listBrokers: (owner) =>
+      Effect.map(Ref.get(state), (s) =>
+        [...s.brokers.values()].filter((b) =>
+          b.user_id === owner.userId && b.mode === owner.mode && !s.disconnected.has(b.id)
+        )),
+    disconnectBroker: (userId, id) =>
+      Ref.modify(state, (s): [boolean, State] => {
+        const broker = s.brokers.get(id)
+        return broker === undefined || broker.user_id !== userId || s.disconnected.has(id)
+          ? [false, s]
+          : [true, { ...s, disconnected: new Set(s.disconnected).add(id) }]
+      }),
+    findApiKey: (userId, id) =>
+      Effect.map(Ref.get(state), (s) =>
+        Option.fromNullable(s.keys.get(id)).pipe(
+          Option.map((e) => e.key),
+          Option.filter((key) => key.user_id === userId)
+        )),
+    renameUser: (id, name) =>
+      Ref.modify(state, (s): [Option.Option<User>, State] => {
+        const user = s.users.get(id)
+        if (user === undefined) return [Option.none(), s]
+        const renamed = new User({ ...user, name })
+        return [Option.some(renamed), { ...s, users: withEntry(s.users, id, renamed) }]
+      }),
     findBrokerSecrets: (id) =>
       Effect.map(Ref.get(state), (s) =>
         Option.map(Option.fromNullable(s.brokers.get(id)), (broker) => ({
@@ -119,6 +148,7 @@ export const make = Effect.gen(function*() {
           credentials: withEntry(s.credentials, id, credentials)
         }]
       }),
+    // In memory there are no intents to follow: a disconnected connection is still listed.
     listActiveBrokers: (kind) =>
       Effect.map(Ref.get(state), (s) =>
         [...s.brokers.values()].filter((b) => b.kind === kind && b.status === "active").map((b) => b.id).sort())

@@ -18,7 +18,7 @@ import {
 } from "../../domain/Account.js"
 import { apiKeyHint, hashApiKey } from "../../domain/ApiKeyFormat.js"
 import { ValidationError } from "../../domain/Errors.js"
-import { ApiKeyId, BrokerId, type Mode, UserId } from "../../domain/Ids.js"
+import { ApiKeyId, BrokerId, type Mode, type Owner, UserId } from "../../domain/Ids.js"
 import { BrokerGateway } from "../brokers/BrokerGateway.js"
 import { CredentialsCipher } from "../CredentialsCipher.js"
 import { IdGenerator } from "../IdGenerator.js"
@@ -167,8 +167,13 @@ export class Operators extends Effect.Service<Operators>()("Operators", {
      */
     const replaceBrokerCredentials = Effect.fn("Operators.replaceBrokerCredentials")(function*(
       brokerId: BrokerId,
-      input: { readonly api_key_id: string; readonly api_secret_key: string }
+      input: { readonly api_key_id: string; readonly api_secret_key: string },
+      /** When given, another user's connection (or a disconnected one) is not found. */
+      userId?: UserId
     ) {
+      if (userId !== undefined && Option.isNone(yield* accounts.findBroker(userId, brokerId))) {
+        return yield* new BrokerNotFound()
+      }
       const current = yield* accounts.findBrokerSecrets(brokerId)
       if (Option.isNone(current) || current.value.credentials === null) return yield* new BrokerNotFound()
       const { credentials } = yield* checkedAlpaca(current.value.environment ?? "paper", input)
@@ -183,13 +188,19 @@ export class Operators extends Effect.Service<Operators>()("Operators", {
       getUser: requireUser,
       createApiKey,
       listApiKeys: (userId: UserId) => Effect.flatMap(requireUser(userId), (user) => accounts.listApiKeys(user.id)),
-      revokeApiKey: (keyId: ApiKeyId) =>
-        Effect.flatMap(DateTime.now, (now) =>
-          Effect.filterOrFail(
-            accounts.revokeApiKey(keyId, now),
-            (revoked) => revoked,
-            () => new ApiKeyNotFound()
-          )).pipe(Effect.zipRight(keyCache.invalidate(keyId))),
+      /** Revokes a key at once; when `userId` is given, another user's key is not found. */
+      revokeApiKey: Effect.fn("Operators.revokeApiKey")(function*(keyId: ApiKeyId, userId?: UserId) {
+        if (userId !== undefined && Option.isNone(yield* accounts.findApiKey(userId, keyId))) {
+          return yield* new ApiKeyNotFound()
+        }
+        if (!(yield* accounts.revokeApiKey(keyId, yield* DateTime.now))) return yield* new ApiKeyNotFound()
+        yield* keyCache.invalidate(keyId)
+      }),
+      listBrokers: (owner: Owner) => accounts.listBrokers(owner),
+      /** Disconnects one of the user's connections: its intents keep their history, new ones naming it get 404. */
+      disconnectBroker: Effect.fn("Operators.disconnectBroker")(function*(userId: UserId, brokerId: BrokerId) {
+        if (!(yield* accounts.disconnectBroker(userId, brokerId, yield* DateTime.now))) return yield* new BrokerNotFound()
+      }),
       createBroker,
       replaceBrokerCredentials
     } as const

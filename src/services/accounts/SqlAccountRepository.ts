@@ -1,5 +1,6 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlSchema from "@effect/sql/SqlSchema"
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
@@ -16,7 +17,7 @@ import {
   Tier,
   User
 } from "../../domain/Account.js"
-import { ApiKeyId, BrokerId, Mode, UserId } from "../../domain/Ids.js"
+import { ApiKeyId, BrokerId, Mode, type Owner, UserId } from "../../domain/Ids.js"
 import { API_KEYS_CHANNEL, KeyCreated } from "../../sql/Channels.js"
 import { orDie } from "../../sql/Defects.js"
 import type { AccountRepository, NewApiKey, NewBrokerConnection, NewUser } from "./AccountRepository.js"
@@ -88,6 +89,8 @@ const toApiKey = (row: typeof ApiKeyView.Type) => new ApiKey(row)
 const toBroker = (row: typeof BrokerView.Type) => new BrokerConnection(row)
 
 const MAX_CACHED_BROKERS = 10_000
+/** How long a connection found is trusted without asking the database again. */
+const BROKER_CACHE_MILLIS = 2_000
 
 /** The repository on the `SqlClient` in context: PostgreSQL or embedded PGlite alike. */
 export const make = Effect.gen(function*() {
@@ -187,21 +190,53 @@ export const make = Effect.gen(function*() {
     Request: BrokerKind,
     Result: BrokerRow.pick("id"),
     execute: (kind) =>
-      sql`SELECT id FROM broker_connections WHERE kind = ${kind} AND status = 'active' ORDER BY id`
+      sql`SELECT c.id FROM broker_connections c
+          WHERE c.kind = ${kind} AND c.status = 'active'
+            AND (c.disconnected_at IS NULL OR EXISTS (
+              SELECT 1 FROM intents i WHERE i.broker_id = c.id AND i.status IN ('pending', 'partially_filled')))
+          ORDER BY c.id`
   })
   const selectBroker = SqlSchema.findOne({
     Request: BrokerRow.pick("user_id", "id"),
     Result: BrokerView,
     execute: ({ id, user_id }) =>
-      sql`SELECT ${sql.literal(brokerColumns)} FROM broker_connections WHERE id = ${id} AND user_id = ${user_id}`
+      sql`SELECT ${sql.literal(brokerColumns)} FROM broker_connections
+          WHERE id = ${id} AND user_id = ${user_id} AND disconnected_at IS NULL`
+  })
+  const selectBrokers = SqlSchema.findAll({
+    Request: BrokerRow.pick("user_id", "mode"),
+    Result: BrokerView,
+    execute: ({ mode, user_id }) =>
+      sql`SELECT ${sql.literal(brokerColumns)} FROM broker_connections
+          WHERE user_id = ${user_id} AND mode = ${mode} AND disconnected_at IS NULL
+          ORDER BY created_at, id`
+  })
+  const updateDisconnected = SqlSchema.findOne({
+    Request: Schema.Struct({ user_id: UserId, id: BrokerId, at: Timestamp }),
+    Result: BrokerRow.pick("id"),
+    execute: ({ at, id, user_id }) =>
+      sql`UPDATE broker_connections SET disconnected_at = ${at}
+          WHERE id = ${id} AND user_id = ${user_id} AND disconnected_at IS NULL RETURNING id`
+  })
+  const selectApiKey = SqlSchema.findOne({
+    Request: Schema.Struct({ user_id: UserId, id: ApiKeyId }),
+    Result: ApiKeyView,
+    execute: ({ id, user_id }) =>
+      sql`SELECT ${sql.literal(apiKeyColumns)} FROM api_keys WHERE id = ${id} AND user_id = ${user_id}`
+  })
+  const updateUserName = SqlSchema.findOne({
+    Request: Schema.Struct({ id: UserId, name: Schema.String }),
+    Result: UserRow,
+    execute: ({ id, name }) => sql`UPDATE users SET name = ${name} WHERE id = ${id} RETURNING *`
   })
 
   /**
-   * Broker connections found, by user and id: a connection is never deleted, so one found stays
-   * found, and a creation needs no lookup (only the found ones are kept). Its status may be stale:
-   * routing reads the status afresh (`findBrokerSecrets`).
+   * Broker connections found, by user and id, for a short while: a creation mostly needs no
+   * lookup. A connection disconnected here is dropped at once; one disconnected by another
+   * instance is refused here within `BROKER_CACHE_MILLIS`. Its status may be stale: routing reads
+   * the status afresh (`findBrokerSecrets`).
    */
-  const brokers = new Map<string, BrokerConnection>()
+  const brokers = new Map<string, { readonly connection: BrokerConnection; readonly until: number }>()
 
   return identity<Context.Tag.Service<typeof AccountRepository>>({
     createUser: Effect.fn("AccountRepository.createUser")(function*(user: NewUser) {
@@ -253,14 +288,36 @@ export const make = Effect.gen(function*() {
     findBroker: Effect.fn("AccountRepository.findBroker")(function*(userId: UserId, id: string) {
       if (!isUuid(id)) return Option.none<BrokerConnection>()
       const key = `${userId}/${id}`
+      const now = yield* Clock.currentTimeMillis
       const known = brokers.get(key)
-      if (known !== undefined) return Option.some(known)
+      if (known !== undefined && known.until > now) return Option.some(known.connection)
       const found = Option.map(yield* selectBroker({ user_id: userId, id: BrokerId.make(id) }), toBroker)
+      brokers.delete(key)
       if (Option.isSome(found)) {
         if (brokers.size >= MAX_CACHED_BROKERS) brokers.clear()
-        brokers.set(key, found.value)
+        brokers.set(key, { connection: found.value, until: now + BROKER_CACHE_MILLIS })
       }
       return found
+    }, orDie),
+
+    listBrokers: Effect.fn("AccountRepository.listBrokers")(function*(owner: Owner) {
+      return (yield* selectBrokers({ user_id: owner.userId, mode: owner.mode })).map(toBroker)
+    }, orDie),
+
+    disconnectBroker: Effect.fn("AccountRepository.disconnectBroker")(
+      function*(userId: UserId, id: BrokerId, at: DateTime.Utc) {
+        brokers.delete(`${userId}/${id}`)
+        return Option.isSome(yield* updateDisconnected({ user_id: userId, id, at }))
+      },
+      orDie
+    ),
+
+    findApiKey: Effect.fn("AccountRepository.findApiKey")(function*(userId: UserId, id: ApiKeyId) {
+      return Option.map(yield* selectApiKey({ user_id: userId, id }), toApiKey)
+    }, orDie),
+
+    renameUser: Effect.fn("AccountRepository.renameUser")(function*(id: UserId, name: string) {
+      return Option.map(yield* updateUserName({ id, name }), toUser)
     }, orDie),
 
     findBrokerSecrets: Effect.fn("AccountRepository.findBrokerSecrets")(function*(id: BrokerId) {

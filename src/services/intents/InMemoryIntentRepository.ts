@@ -65,6 +65,7 @@ export const make = Effect.gen(function*() {
           usage: quota === undefined ? s.usage : new Map(s.usage).set(usageKey, used + 1)
         }]
       }).pipe(Effect.flatten),
+    monthlyUsage: (userId, period) => Effect.map(Ref.get(state), (s) => s.usage.get(`${userId}/${period}`) ?? 0),
     findById: (owner, id) => find(owner, (intent) => intent.id === id),
     findByExternalId: (owner, intentId) => find(owner, (intent) => intent.intent_id === intentId),
     requestCancel: (owner, id, { now }) =>

@@ -5,7 +5,7 @@ import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import type { QuotaExceeded } from "../../domain/Auth.js"
 import type { Unavailable } from "../../domain/Errors.js"
-import type { IntentId, Owner } from "../../domain/Ids.js"
+import type { IntentId, Owner, UserId } from "../../domain/Ids.js"
 import type {
   DuplicateIntent,
   IntentNotCancelable,
@@ -46,6 +46,8 @@ export class IntentRepository extends Context.Tag("IntentRepository")<IntentRepo
     intent: NewIntent,
     options: { readonly now: DateTime.Utc; readonly quota: Quota | undefined; readonly eventId: string }
   ) => Effect.Effect<TradeIntent, DuplicateIntent | QuotaExceeded | Unavailable>
+  /** Live intents the user created in the month starting `period` (`YYYY-MM-01`), as the quota counts them. */
+  readonly monthlyUsage: (userId: UserId, period: string) => Effect.Effect<number>
   readonly findById: (owner: Owner, id: IntentId) => Effect.Effect<Option.Option<TradeIntent>>
   readonly findByExternalId: (owner: Owner, intentId: string) => Effect.Effect<Option.Option<TradeIntent>>
   /**

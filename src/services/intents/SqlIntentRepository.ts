@@ -129,6 +129,13 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
         RETURNING count`
   })
 
+  const selectUsage = SqlSchema.findOne({
+    Request: Schema.Struct({ user_id: UserId, period: Schema.String }),
+    Result: Schema.Struct({ count: Schema.Int }),
+    execute: ({ period, user_id }) =>
+      sql`SELECT count FROM intent_usage WHERE user_id = ${user_id} AND period_start = ${period}`
+  })
+
   const selectIntent = SqlSchema.findOne({
     Request: Schema.Struct({ ...OwnerRequest.fields, id: Schema.optional(IntentId), intent_id: Schema.optional(Schema.String) }),
     Result: IntentView,
@@ -283,6 +290,10 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
 
   return identity<Context.Tag.Service<typeof IntentRepository>>({
     create: (input, options) => options.quota === undefined ? createBatched({ input, ...options }) : createOne(input, options),
+
+    monthlyUsage: Effect.fn("IntentRepository.monthlyUsage")(function*(userId: UserId, period: string) {
+      return Option.match(yield* selectUsage({ user_id: userId, period }), { onNone: () => 0, onSome: (row) => row.count })
+    }, orDie),
 
     findById: Effect.fn("IntentRepository.findById")(function*(owner: Owner, id: IntentId) {
       return Option.map(yield* selectIntent({ ...owned(owner), id }), (row) => row.intent)
