@@ -6,9 +6,10 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { TradeIntent } from "./domain/Intent.js"
-import { EventType } from "./domain/Webhook.js"
+import { EventType, TestEventData } from "./domain/Webhook.js"
 import {
   check,
   type InvalidWebhookSecret,
@@ -35,8 +36,24 @@ export class WebhookEvent extends Schema.Class<WebhookEvent>("WebhookEvent")({
   data: TradeIntent
 }) {}
 
-/** Decodes a verified body into a `WebhookEvent`. */
-export const decodeEvent = Schema.decodeUnknown(Schema.parseJson(WebhookEvent))
+/**
+ * A test event, sent from the dashboard to one endpoint to check that it receives and verifies
+ * deliveries: signed like every other, about no intent.
+ */
+export class WebhookTestEvent extends Schema.Class<WebhookTestEvent>("WebhookTestEvent")({
+  id: Schema.String,
+  type: Schema.Literal("webhook.test"),
+  created_at: Schema.DateTimeUtc,
+  data: TestEventData
+}) {}
+
+/** Any delivery's body: an intent's event, or a test event (tell them apart by `type`). */
+export type ReceivedEvent = WebhookEvent | WebhookTestEvent
+
+/** Decodes a verified body into a `WebhookEvent`, or a `WebhookTestEvent`. */
+export const decodeEvent: (body: string) => Effect.Effect<ReceivedEvent, ParseResult.ParseError> = Schema.decodeUnknown(
+  Schema.parseJson(Schema.Union(WebhookEvent, WebhookTestEvent))
+)
 
 /** Request headers as `node:http`, `fetch` or `@effect/platform` hold them. */
 export type HeadersLike =

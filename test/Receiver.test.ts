@@ -4,7 +4,14 @@ import * as Either from "effect/Either"
 import * as Redacted from "effect/Redacted"
 import * as TestClock from "effect/TestClock"
 import * as Crypto from "node:crypto"
-import { InvalidWebhookSecret, sign, verify, verifyWebhook, WebhookVerificationError } from "../src/Receiver.js"
+import {
+  decodeEvent,
+  InvalidWebhookSecret,
+  sign,
+  verify,
+  verifyWebhook,
+  WebhookVerificationError
+} from "../src/Receiver.js"
 import { WebhookSigner } from "../src/services/webhooks/WebhookSigner.js"
 
 const secret = "5f".repeat(16) + "a0".repeat(16)
@@ -129,5 +136,19 @@ describe("hardening", () => {
       const fresh = { "sr-signature": vector(now, body), "sr-timestamp": String(now) }
       const rejected = yield* Effect.promise(() => verifyWebhook({ headers: fresh, body, secret: "xyz" }).catch((e: unknown) => e))
       expect(rejected).toBeInstanceOf(InvalidWebhookSecret)
+    }))
+
+  it.effect("decodes a test event apart from an intent's event", () =>
+    Effect.gen(function*() {
+      const event = yield* decodeEvent(JSON.stringify({
+        id: "evt_00000000000000000000000000000009",
+        type: "webhook.test",
+        created_at: "2026-11-24T12:00:00.000Z",
+        data: { endpoint_id: "5b0f8a52-7a6e-4e4b-9a8e-2d7f1f0c9a11", message: "A test event from the Trade Intent Router" }
+      }))
+      expect(event.type).toBe("webhook.test")
+      expect(event.type === "webhook.test" ? event.data.endpoint_id : undefined).toBe("5b0f8a52-7a6e-4e4b-9a8e-2d7f1f0c9a11")
+      const unknown = yield* Effect.either(decodeEvent(JSON.stringify({ id: "evt_1", type: "intent.renamed", created_at: "2026-11-24T12:00:00.000Z", data: {} })))
+      expect(Either.isLeft(unknown)).toBe(true)
     }))
 })
