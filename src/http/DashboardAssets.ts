@@ -83,7 +83,8 @@ const looksLikeFile = (path: string) => Object.hasOwn(contentTypes, Path.extname
  * to `/dashboard/`, its files are served (content-hashed ones cacheable forever, index.html
  * revalidated), and any other page path gets index.html, the app routing in the browser. Paths
  * under `/dashboard/api/` that no API route took are left to the JSON 404, as are paths that
- * climb out (`..`) and missing files.
+ * climb out (`..`) and missing files. The files are read once, when the Layer is built: a new
+ * build is served after a restart, and a page never mixes two builds.
  */
 export const layer = (assetsDir: string) =>
   HttpApiBuilder.Router.use((router) =>
