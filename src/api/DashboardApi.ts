@@ -10,12 +10,11 @@ import * as Schema from "effect/Schema"
 import { type User, Tier } from "../domain/Account.js"
 import { rule } from "../domain/Errors.js"
 import { EventCursorFromString } from "../domain/Event.js"
-import { ApiKeyId, BrokerId, DeliveryId, IntentId, Mode, WebhookEndpointId } from "../domain/Ids.js"
+import { BrokerId, IntentId, Mode, WebhookEndpointId } from "../domain/Ids.js"
 import { TradeIntent } from "../domain/Intent.js"
 import { Email, Password, Session, SESSION_COOKIE } from "../domain/Login.js"
 import { Delivery } from "../domain/Webhook.js"
 import {
-  AlpacaCredentials,
   ApiKeyView,
   BrokerView,
   CreateApiKeyPayload,
@@ -23,15 +22,18 @@ import {
   CreatedApiKey,
   CreatedWebhookEndpoint,
   CreateWebhookEndpointPayload,
+  deleteWebhookEndpoint,
+  listDeliveries,
+  replaceBrokerCredentials,
+  resendDelivery,
+  revokeApiKey,
   WebhookEndpointView
 } from "./AdminApi.js"
 import {
-  ApiKeyNotFoundResponse,
   BrokerCredentialsInvalidResponse,
   BrokerNotFoundResponse,
   BrokerUnreachableResponse,
   CsrfRejectedResponse,
-  DeliveryNotFoundResponse,
   EmailTakenResponse,
   IntentNotCancelableResponse,
   IntentNotFoundResponse,
@@ -124,7 +126,6 @@ export class Overview extends Schema.Class<Overview>("Overview")({
   failing_endpoints: Schema.Array(DashboardEndpoint)
 }) {}
 
-const KeyPath = Schema.Struct({ key_id: pathId(ApiKeyId, "ApiKeyNotFound") })
 const BrokerPath = Schema.Struct({ broker_id: pathId(BrokerId, "BrokerNotFound") })
 const EndpointPath = Schema.Struct({ endpoint_id: pathId(WebhookEndpointId, "WebhookEndpointNotFound") })
 const IntentPath = Schema.Struct({ id: pathId(IntentId, "IntentNotFound") })
@@ -177,12 +178,7 @@ export class DashboardAppApi extends HttpApiGroup.make("dashboard")
       .addSuccess(Schema.Struct({ items: Schema.Array(ApiKeyView) }))
   )
   .add(HttpApiEndpoint.post("createApiKey", "/api-keys").setPayload(CreateApiKeyPayload).addSuccess(CreatedApiKey, { status: 201 }))
-  .add(
-    HttpApiEndpoint.del("revokeApiKey", "/api-keys/:key_id")
-      .setPath(KeyPath)
-      .addSuccess(Schema.Void, { status: 204 })
-      .addError(ApiKeyNotFoundResponse)
-  )
+  .add(revokeApiKey)
   .add(
     HttpApiEndpoint.get("listBrokers", "/brokers")
       .setUrlParams(ModeParams)
@@ -196,16 +192,7 @@ export class DashboardAppApi extends HttpApiGroup.make("dashboard")
       .addError(BrokerCredentialsInvalidResponse)
       .addError(BrokerUnreachableResponse)
   )
-  .add(
-    HttpApiEndpoint.put("replaceBrokerCredentials", "/brokers/:broker_id/credentials")
-      .setPath(BrokerPath)
-      .setPayload(AlpacaCredentials)
-      .addSuccess(BrokerView)
-      .addError(BrokerNotFoundResponse)
-      .addError(UnprocessableResponse)
-      .addError(BrokerCredentialsInvalidResponse)
-      .addError(BrokerUnreachableResponse)
-  )
+  .add(replaceBrokerCredentials)
   .add(
     HttpApiEndpoint.del("disconnectBroker", "/brokers/:broker_id")
       .setPath(BrokerPath)
@@ -223,12 +210,7 @@ export class DashboardAppApi extends HttpApiGroup.make("dashboard")
       .setPayload(CreateWebhookEndpointPayload)
       .addSuccess(CreatedWebhookEndpoint, { status: 201 })
   )
-  .add(
-    HttpApiEndpoint.del("deleteWebhookEndpoint", "/webhook-endpoints/:endpoint_id")
-      .setPath(EndpointPath)
-      .addSuccess(Schema.Void, { status: 204 })
-      .addError(WebhookEndpointNotFoundResponse)
-  )
+  .add(deleteWebhookEndpoint)
   .add(
     HttpApiEndpoint.post("rotateWebhookSecret", "/webhook-endpoints/:endpoint_id/rotate-secret")
       .setPath(EndpointPath)
@@ -256,19 +238,8 @@ export class DashboardAppApi extends HttpApiGroup.make("dashboard")
       .addError(WebhookEndpointDisabledResponse)
       .annotate(OpenApi.Summary, "Send a signed `webhook.test` event to this endpoint only")
   )
-  .add(
-    HttpApiEndpoint.get("listDeliveries", "/webhook-endpoints/:endpoint_id/deliveries")
-      .setPath(EndpointPath)
-      .addSuccess(Schema.Struct({ items: Schema.Array(Delivery) }))
-      .addError(WebhookEndpointNotFoundResponse)
-  )
-  .add(
-    HttpApiEndpoint.post("resendDelivery", "/deliveries/:delivery_id/resend")
-      .setPath(Schema.Struct({ delivery_id: pathId(DeliveryId, "DeliveryNotFound") }))
-      .addSuccess(Delivery, { status: 202 })
-      .addError(DeliveryNotFoundResponse)
-      .addError(WebhookEndpointDisabledResponse)
-  )
+  .add(listDeliveries)
+  .add(resendDelivery)
   .add(
     HttpApiEndpoint.get("listIntents", "/intents")
       .setUrlParams(Schema.Struct({ ...ListIntentsParams.fields, ...ModeParams.fields }))

@@ -10,7 +10,6 @@ import { ApiKeyView, BrokerView, CreatedApiKey, CreatedWebhookEndpoint, WebhookE
 import { Api } from "../api/Api.js"
 import { type Account, CurrentAccount, DashboardEndpoint, Overview } from "../api/DashboardApi.js"
 import { EventTimeline } from "../api/EventsApi.js"
-import { IntentPage } from "../api/IntentsApi.js"
 import { RateLimited } from "../domain/Auth.js"
 import type { Mode, Owner } from "../domain/Ids.js"
 import { monthlyPeriod } from "../domain/Limits.js"
@@ -24,6 +23,7 @@ import { Intents } from "../services/intents/Intents.js"
 import { Logins, type OpenedSession } from "../services/logins/Logins.js"
 import { Webhooks } from "../services/webhooks/Webhooks.js"
 import { cookies, PublicUrl, requireSameOrigin, SignupPolicy } from "./DashboardAuth.js"
+import { intentPage } from "./IntentsHttp.js"
 
 const toSession = (opened: OpenedSession) =>
   new Session({ user: opened.user, email: opened.email, csrf_token: opened.csrfToken })
@@ -193,30 +193,16 @@ export const DashboardHttpLive = HttpApiBuilder.group(Api, "dashboard", (handler
         withAccount((account) => Effect.map(webhooks.setEnabled(account.user.id, path.endpoint_id, true), endpointView)))
       .handle("sendTestEvent", ({ path }) =>
         withAccount((account) => webhooks.sendTestEvent(account.user.id, path.endpoint_id)))
-      .handle("listDeliveries", ({ path }) =>
+      .handle("listDeliveries", ({ path, urlParams }) =>
         withAccount((account) =>
-          Effect.map(webhooks.listDeliveries(path.endpoint_id, 100, account.user.id), (items) => ({ items }))
+          Effect.map(
+            webhooks.listDeliveries(path.endpoint_id, urlParams.limit ?? 100, account.user.id),
+            (items) => ({ items })
+          )
         ))
       .handle("resendDelivery", ({ path }) => withAccount((account) => webhooks.resend(path.delivery_id, account.user.id)))
       .handle("listIntents", ({ urlParams }) =>
-        withAccount((account) =>
-          Effect.gen(function*() {
-            const { items, total } = yield* intents.list(ownerOf(account, urlParams.mode), {
-              page: urlParams.page,
-              pageSize: urlParams.page_size,
-              status: urlParams.status,
-              symbol: urlParams.symbol,
-              brokerId: urlParams.broker_id
-            })
-            return new IntentPage({
-              items,
-              page: urlParams.page,
-              page_size: urlParams.page_size,
-              total_items: total,
-              total_pages: Math.ceil(total / urlParams.page_size)
-            })
-          })
-        ))
+        withAccount((account) => intentPage(intents, ownerOf(account, urlParams.mode), urlParams)))
       .handle("getIntent", ({ path, urlParams }) =>
         withAccount((account) => intents.get(ownerOf(account, urlParams.mode), path.id)))
       .handle("intentEvents", ({ path, urlParams }) =>

@@ -3,8 +3,9 @@ import * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import { Api } from "../api/Api.js"
-import { IntentPage } from "../api/IntentsApi.js"
+import { IntentPage, type ListIntentsParams } from "../api/IntentsApi.js"
 import { CurrentPrincipal } from "../api/Security.js"
+import type { Owner } from "../domain/Ids.js"
 import type { DuplicateIntent } from "../domain/Intent.js"
 import { Intents } from "../services/intents/Intents.js"
 
@@ -18,6 +19,26 @@ const creationHeaders = (error: { readonly _tag: string } | DuplicateIntent) =>
     : error._tag === "Unavailable"
     ? setHeader("retry-after", "1")
     : Effect.void
+
+/** A page of the owner's intents, newest first, as `GET /intents` answers it (the v1 API's and the dashboard's). */
+export const intentPage = (intents: Intents, owner: Owner, params: ListIntentsParams) =>
+  Effect.map(
+    intents.list(owner, {
+      page: params.page,
+      pageSize: params.page_size,
+      status: params.status,
+      symbol: params.symbol,
+      brokerId: params.broker_id
+    }),
+    ({ items, total }) =>
+      new IntentPage({
+        items,
+        page: params.page,
+        page_size: params.page_size,
+        total_items: total,
+        total_pages: Math.ceil(total / params.page_size)
+      })
+  )
 
 export const IntentsHttpLive = HttpApiBuilder.group(Api, "intents", (handlers) =>
   Effect.gen(function*() {
@@ -37,21 +58,5 @@ export const IntentsHttpLive = HttpApiBuilder.group(Api, "intents", (handlers) =
       .handle("cancelIntent", ({ path }) =>
         Effect.flatMap(CurrentPrincipal, (principal) => intents.cancel(principal.owner, path.id)))
       .handle("listIntents", ({ urlParams }) =>
-        Effect.gen(function*() {
-          const principal = yield* CurrentPrincipal
-          const { items, total } = yield* intents.list(principal.owner, {
-            page: urlParams.page,
-            pageSize: urlParams.page_size,
-            status: urlParams.status,
-            symbol: urlParams.symbol,
-            brokerId: urlParams.broker_id
-          })
-          return new IntentPage({
-            items,
-            page: urlParams.page,
-            page_size: urlParams.page_size,
-            total_items: total,
-            total_pages: Math.ceil(total / urlParams.page_size)
-          })
-        }))
+        Effect.flatMap(CurrentPrincipal, (principal) => intentPage(intents, principal.owner, urlParams)))
   }))

@@ -4,7 +4,7 @@ import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import type { Reply } from "./TestServer.js"
+import { jsonOf, type Reply } from "./TestServer.js"
 
 /** What a dashboard call answers: the raw reply and the cookies it set (with their attributes). */
 export interface BrowserReply extends Reply {
@@ -45,12 +45,7 @@ export const make = () => {
       if (options.json !== undefined) request = HttpClientRequest.bodyUnsafeJson(request, options.json)
       const response = yield* client.execute(request)
       const text = yield* response.text
-      let body: unknown = undefined
-      try {
-        body = text === "" ? undefined : JSON.parse(text)
-      } catch {
-        body = undefined
-      }
+      const body = jsonOf(text)
       const setCookies = Object.values(response.cookies.cookies)
       for (const cookie of setCookies) {
         if (cookie.value === "" || cookie.options?.maxAge === 0) jar.delete(cookie.name)

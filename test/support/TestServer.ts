@@ -119,6 +119,15 @@ export interface Reply {
   readonly text: string
 }
 
+/** A body's JSON, or undefined when it is empty or not JSON. */
+export const jsonOf = (text: string): unknown => {
+  try {
+    return text === "" ? undefined : JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
 /** A raw request through the real server: the exact status, headers and body a client sees. */
 export const send = (
   method: "GET" | "POST" | "DELETE" | "PUT",
@@ -142,13 +151,7 @@ export const send = (
     }
     const response = yield* client.execute(request)
     const text = yield* response.text
-    let body: unknown = undefined
-    try {
-      body = text === "" ? undefined : JSON.parse(text)
-    } catch {
-      body = undefined
-    }
-    return { status: response.status, headers: response.headers, body, text } satisfies Reply
+    return { status: response.status, headers: response.headers, body: jsonOf(text), text } satisfies Reply
   }).pipe(Effect.scoped, Effect.orDie)
 
 /** A raw reply's body read with `schema` (decoded, not cast): for the fields a wire test goes on with. */

@@ -28,7 +28,7 @@ const Timestamp = Schema.DateTimeUtcFromDate
 const isUuid = Schema.is(Schema.UUID)
 
 /** A row of `users`. */
-const UserRow = Schema.Struct({
+export const UserRow = Schema.Struct({
   id: UserId,
   name: Schema.String,
   tier: Tier,

@@ -6,23 +6,15 @@ import * as Effect from "effect/Effect"
 import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { Tier, User } from "../../domain/Account.js"
+import { User } from "../../domain/Account.js"
 import { UserId } from "../../domain/Ids.js"
 import { EmailTaken, LoginExists } from "../../domain/Login.js"
 import { orDie } from "../../sql/Defects.js"
 import type { NewUser } from "../accounts/AccountRepository.js"
+import { UserRow } from "../accounts/SqlAccountRepository.js"
 import type { LoginRepository, NewLogin, NewSession } from "./LoginRepository.js"
 
 const Timestamp = Schema.DateTimeUtcFromDate
-
-const UserRow = Schema.Struct({
-  id: UserId,
-  name: Schema.String,
-  tier: Tier,
-  requests_per_minute: Schema.Int,
-  intents_per_month: Schema.Int,
-  created_at: Timestamp
-})
 
 const SessionRow = Schema.Struct({
   session_id: Schema.String,
