@@ -71,3 +71,14 @@ export const run = <A, E>(
     if (Either.isLeft(result) && result.left.tag === "SessionRequired") onSessionLost()
     return result
   })
+
+/** What a `ConfirmDialog` confirms with: the call's problem, or null once `onDone` has had its value. */
+export const doneOrProblem = async <A>(
+  call: Promise<Either.Either<A, Problem>>,
+  onDone: (value: A) => void
+): Promise<Problem | null> => {
+  const result = await call
+  if (Either.isLeft(result)) return result.left
+  onDone(result.right)
+  return null
+}

@@ -3,9 +3,10 @@ import type { ComponentChildren, JSX } from "preact"
 import { useEffect, useId, useRef, useState } from "preact/hooks"
 import type { IntentStatus } from "../../src/domain/Intent.js"
 import type { Problem } from "./api.js"
+import { FormError, SubmitButton, type Submission } from "./forms.js"
 import { formatCompact, formatDateTime, humanize, iso } from "./format.js"
 import { followLink, href } from "./router.js"
-import type { Load } from "./state.js"
+import { type Load, useApp } from "./state.js"
 
 export type Tone = "neutral" | "success" | "warning" | "danger" | "info"
 
@@ -57,18 +58,24 @@ export const PageHeader = (
   </header>
 )
 
-/** The API's `detail` next to the form that caused it; announced at once to screen readers. */
-export const FormError = ({ problem }: { readonly problem: Problem | null }) =>
-  problem === null ? null : (
-    <p class="form-error" role="alert">
-      {problem.detail}
-    </p>
-  )
-
 /** A table that scrolls sideways on narrow screens, reachable by keyboard. */
 export const TableScroll = ({ label, children }: { readonly label: string; readonly children: ComponentChildren }) => (
   <div class="table-scroll" role="region" aria-label={label} tabIndex={0}>
     {children}
+  </div>
+)
+
+/** One entry of a `<dl class="facts">`. */
+export const Fact = (
+  { label, children, class: className }: {
+    readonly label: string
+    readonly children: ComponentChildren
+    readonly class?: string
+  }
+) => (
+  <div>
+    <dt>{label}</dt>
+    <dd class={className}>{children}</dd>
   </div>
 )
 
@@ -96,6 +103,41 @@ export const Loaded = <A,>(
       return <>{children(load.value)}</>
   }
 }
+
+/**
+ * A page's list: loading, the problem with a retry, a note while it is empty, or a table of one row
+ * per item (`row` answers the `<tr>`); `actions` adds a last, visually unlabelled column for buttons.
+ */
+export const ItemsTable = <A,>(
+  { load, retry, label, columns, actions = false, empty, row }: {
+    readonly load: Load<{ readonly items: ReadonlyArray<A> }>
+    readonly retry: () => void
+    readonly label: string
+    readonly columns: ReadonlyArray<string>
+    readonly actions?: boolean
+    readonly empty: ComponentChildren
+    readonly row: (item: A) => ComponentChildren
+  }
+) => (
+  <Loaded load={load} retry={retry}>
+    {({ items }) =>
+      items.length === 0
+        ? <Empty>{empty}</Empty>
+        : (
+          <TableScroll label={label}>
+            <table class="table table-stack">
+              <thead>
+                <tr>
+                  {columns.map((column) => <th key={column} scope="col">{column}</th>)}
+                  {actions && <th scope="col"><span class="sr-only">Actions</span></th>}
+                </tr>
+              </thead>
+              <tbody>{items.map(row)}</tbody>
+            </table>
+          </TableScroll>
+        )}
+  </Loaded>
+)
 
 /**
  * A modal dialog on the native `<dialog>`: focus moves into it (to the element marked autofocus),
@@ -178,14 +220,41 @@ export const ConfirmDialog = (
           <button type="button" class="button" onClick={onClose} autoFocus>
             {cancelLabel}
           </button>
-          <button type="submit" class={danger ? "button button-danger" : "button button-primary"} disabled={busy}>
-            {busy ? "Working…" : confirmLabel}
-          </button>
+          <SubmitButton
+            busy={busy}
+            label={confirmLabel}
+            busyLabel="Working…"
+            class={danger ? "button button-danger" : "button button-primary"}
+          />
         </div>
       </form>
     </Dialog>
   )
 }
+
+/** A form in a modal dialog: its fields, the problem of the last try, Cancel and the submit button. */
+export const FormDialog = (
+  { open, title, onClose, form, submitLabel, busyLabel, children }: {
+    readonly open: boolean
+    readonly title: string
+    readonly onClose: () => void
+    readonly form: Submission
+    readonly submitLabel: string
+    readonly busyLabel: string
+    readonly children: ComponentChildren
+  }
+) => (
+  <Dialog open={open} title={title} onClose={onClose}>
+    <form class="form" onSubmit={form.submit}>
+      {children}
+      <FormError problem={form.problem} />
+      <div class="dialog-actions">
+        <button type="button" class="button" onClick={onClose}>Cancel</button>
+        <SubmitButton busy={form.busy} label={submitLabel} busyLabel={busyLabel} />
+      </div>
+    </form>
+  </Dialog>
+)
 
 const copyText = async (text: string, fallback: HTMLInputElement | null): Promise<boolean> => {
   try {
@@ -203,15 +272,15 @@ const copyText = async (text: string, fallback: HTMLInputElement | null): Promis
  * warning that it will not be shown again.
  */
 export const SecretPanel = (
-  { title, label, value, children, onDone, announce }: {
+  { title, label, value, children, onDone }: {
     readonly title: string
     readonly label: string
     readonly value: string
     readonly children?: ComponentChildren
     readonly onDone: () => void
-    readonly announce: (message: string) => void
   }
 ) => {
+  const { announce } = useApp()
   const input = useRef<HTMLInputElement>(null)
   const panel = useRef<HTMLElement>(null)
   const inputId = useId()

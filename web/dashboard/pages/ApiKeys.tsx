@@ -1,22 +1,10 @@
 import * as DateTime from "effect/DateTime"
-import * as Either from "effect/Either"
-import type { JSX } from "preact"
 import { useState } from "preact/hooks"
 import type { ApiKeyView, CreatedApiKey } from "../../../src/api/AdminApi.js"
 import type { ApiKeyScope } from "../../../src/domain/Account.js"
-import { type Problem, run } from "../api.js"
-import {
-  Badge,
-  ConfirmDialog,
-  Dialog,
-  Empty,
-  FormError,
-  Loaded,
-  PageHeader,
-  SecretPanel,
-  TableScroll,
-  Time
-} from "../components.js"
+import { doneOrProblem, run } from "../api.js"
+import { Badge, ConfirmDialog, FormDialog, ItemsTable, PageHeader, SecretPanel, Time } from "../components.js"
+import { InputField, useSubmit } from "../forms.js"
 import { useApp, useLoad } from "../state.js"
 
 const scopeLabels: Record<ApiKeyScope, string> = {
@@ -44,94 +32,74 @@ const GenerateKeyDialog = (
   const [name, setName] = useState("")
   const [scopes, setScopes] = useState<ReadonlyArray<ApiKeyScope>>(["intents:read", "intents:write"])
   const [expires, setExpires] = useState("")
-  const [busy, setBusy] = useState(false)
-  const [problem, setProblem] = useState<Problem | null>(null)
   const toggle = (scope: ApiKeyScope, on: boolean) =>
     setScopes(on ? [...scopes.filter((s) => s !== scope), scope].sort() : scopes.filter((s) => s !== scope))
-  const submit = async (event: JSX.TargetedEvent<HTMLFormElement>) => {
-    event.preventDefault()
-    if (scopes.length === 0) {
-      setProblem({ tag: "Form", detail: "Choose at least one permission." })
-      return
+  const form = useSubmit(
+    () =>
+      scopes.length === 0
+        ? { tag: "Form", detail: "Choose at least one permission." }
+        : run((client) =>
+          client.dashboard.createApiKey({
+            payload: {
+              name: name.trim(),
+              mode,
+              scopes,
+              ...(expires === "" ? {} : { expires_at: DateTime.unsafeMake(`${expires}T23:59:59.999Z`) })
+            }
+          })
+        ),
+    (key) => {
+      setName("")
+      setExpires("")
+      setScopes(["intents:read", "intents:write"])
+      onCreated(key)
     }
-    setBusy(true)
-    setProblem(null)
-    const result = await run((client) =>
-      client.dashboard.createApiKey({
-        payload: {
-          name: name.trim(),
-          mode,
-          scopes,
-          ...(expires === "" ? {} : { expires_at: DateTime.unsafeMake(`${expires}T23:59:59.999Z`) })
-        }
-      })
-    )
-    setBusy(false)
-    Either.match(result, {
-      onLeft: setProblem,
-      onRight: (key) => {
-        setName("")
-        setExpires("")
-        setScopes(["intents:read", "intents:write"])
-        onCreated(key)
-      }
-    })
-  }
+  )
   return (
-    <Dialog open={open} title={`Generate a ${mode} API key`} onClose={onClose}>
-      <form class="form" onSubmit={submit}>
-        <div class="field">
-          <label class="label" for="key-name">Name</label>
-          <input
-            id="key-name"
-            class="input"
-            type="text"
-            required
-            maxLength={200}
-            autoFocus
-            aria-describedby="key-name-hint"
-            value={name}
-            onInput={(event) => setName(event.currentTarget.value)}
-          />
-          <p class="hint" id="key-name-hint">What will use it, e.g. “Rebalancing bot (staging)”.</p>
-        </div>
-        <fieldset class="fieldset">
-          <legend class="label">Permissions</legend>
-          {(["intents:read", "intents:write"] as const).map((scope) => (
-            <label class="check" key={scope}>
-              <input
-                type="checkbox"
-                checked={scopes.includes(scope)}
-                onChange={(event) => toggle(scope, event.currentTarget.checked)}
-              />
-              <span>
-                {scopeLabels[scope]} <code>{scope}</code>
-              </span>
-            </label>
-          ))}
-        </fieldset>
-        <div class="field">
-          <label class="label" for="key-expires">Expires on (optional)</label>
-          <input
-            id="key-expires"
-            class="input"
-            type="date"
-            min={tomorrow()}
-            aria-describedby="key-expires-hint"
-            value={expires}
-            onInput={(event) => setExpires(event.currentTarget.value)}
-          />
-          <p class="hint" id="key-expires-hint">At the end of that day (UTC). Leave empty for a key that does not expire.</p>
-        </div>
-        <FormError problem={problem} />
-        <div class="dialog-actions">
-          <button type="button" class="button" onClick={onClose}>Cancel</button>
-          <button type="submit" class="button button-primary" disabled={busy}>
-            {busy ? "Generating…" : "Generate key"}
-          </button>
-        </div>
-      </form>
-    </Dialog>
+    <FormDialog
+      open={open}
+      title={`Generate a ${mode} API key`}
+      onClose={onClose}
+      form={form}
+      submitLabel="Generate key"
+      busyLabel="Generating…"
+    >
+      <InputField
+        id="key-name"
+        label="Name"
+        type="text"
+        required
+        maxLength={200}
+        autoFocus
+        hint="What will use it, e.g. “Rebalancing bot (staging)”."
+        value={name}
+        onValue={setName}
+      />
+      <fieldset class="fieldset">
+        <legend class="label">Permissions</legend>
+        {(["intents:read", "intents:write"] as const).map((scope) => (
+          <label class="check" key={scope}>
+            <input
+              type="checkbox"
+              checked={scopes.includes(scope)}
+              onChange={(event) => toggle(scope, event.currentTarget.checked)}
+            />
+            <span>
+              {scopeLabels[scope]} <code>{scope}</code>
+            </span>
+          </label>
+        ))}
+      </fieldset>
+      <InputField
+        id="key-expires"
+        label="Expires on (optional)"
+        type="date"
+        min={tomorrow()}
+        hint="At the end of that day (UTC). Leave empty for a key that does not expire."
+        value={expires}
+        onValue={setExpires}
+      />
+    </FormDialog>
   )
 }
 
@@ -162,68 +130,49 @@ export const ApiKeysPage = () => {
           title={`Your new ${created.mode} key “${created.name}”`}
           label="New API key"
           value={created.key}
-          announce={app.announce}
           onDone={() => setCreated(null)}
         />
       )}
-      <Loaded load={keys} retry={reload}>
-        {({ items }) =>
-          items.length === 0
-            ? <Empty>No {mode} keys yet. Generate one to call the API.</Empty>
-            : (
-              <TableScroll label="API keys">
-                <table class="table table-stack">
-                  <thead>
-                    <tr>
-                      <th scope="col">Name</th>
-                      <th scope="col">Status</th>
-                      <th scope="col">Mode</th>
-                      <th scope="col">Key</th>
-                      <th scope="col">Permissions</th>
-                      <th scope="col">Created</th>
-                      <th scope="col">Last used</th>
-                      <th scope="col">Expires</th>
-                      <th scope="col"><span class="sr-only">Actions</span></th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {items.map((key) => (
-                      <tr key={key.id} data-key={key.id} class={key.revoked_at !== null ? "row-muted" : undefined}>
-                        <td data-label="Name" class="strong">{key.name}</td>
-                        <td data-label="Status">{statusOf(key)}</td>
-                        <td data-label="Mode">
-                          <Badge tone={key.mode === "test" ? "warning" : "info"}>{key.mode === "test" ? "Test" : "Live"}</Badge>
-                        </td>
-                        <td data-label="Key" class="mono">{key.key_hint}</td>
-                        <td data-label="Permissions">
-                          <ul class="chips">
-                            {key.scopes.map((scope) => <li key={scope} class="chip">{scope}</li>)}
-                          </ul>
-                        </td>
-                        <td data-label="Created">
-                          <Time at={key.created_at} compact />
-                        </td>
-                        <td data-label="Last used">{key.last_used_at === null ? <span class="muted">Never</span> : <Time at={key.last_used_at} compact />}</td>
-                        <td data-label="Expires">{key.expires_at === null ? <span class="muted">Never</span> : <Time at={key.expires_at} compact />}</td>
-                        <td class="actions">
-                          {key.revoked_at === null && (
-                            <button
-                              type="button"
-                              class="button button-small button-danger-outline"
-                              aria-label={`Revoke key ${key.name}`}
-                              onClick={() => setRevoking(key)}
-                            >
-                              Revoke
-                            </button>
-                          )}
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </TableScroll>
-            )}
-      </Loaded>
+      <ItemsTable
+        load={keys}
+        retry={reload}
+        label="API keys"
+        columns={["Name", "Status", "Mode", "Key", "Permissions", "Created", "Last used", "Expires"]}
+        actions
+        empty={<>No {mode} keys yet. Generate one to call the API.</>}
+        row={(key) => (
+          <tr key={key.id} data-key={key.id} class={key.revoked_at !== null ? "row-muted" : undefined}>
+            <td data-label="Name" class="strong">{key.name}</td>
+            <td data-label="Status">{statusOf(key)}</td>
+            <td data-label="Mode">
+              <Badge tone={key.mode === "test" ? "warning" : "info"}>{key.mode === "test" ? "Test" : "Live"}</Badge>
+            </td>
+            <td data-label="Key" class="mono">{key.key_hint}</td>
+            <td data-label="Permissions">
+              <ul class="chips">
+                {key.scopes.map((scope) => <li key={scope} class="chip">{scope}</li>)}
+              </ul>
+            </td>
+            <td data-label="Created">
+              <Time at={key.created_at} compact />
+            </td>
+            <td data-label="Last used">{key.last_used_at === null ? <span class="muted">Never</span> : <Time at={key.last_used_at} compact />}</td>
+            <td data-label="Expires">{key.expires_at === null ? <span class="muted">Never</span> : <Time at={key.expires_at} compact />}</td>
+            <td class="actions">
+              {key.revoked_at === null && (
+                <button
+                  type="button"
+                  class="button button-small button-danger-outline"
+                  aria-label={`Revoke key ${key.name}`}
+                  onClick={() => setRevoking(key)}
+                >
+                  Revoke
+                </button>
+              )}
+            </td>
+          </tr>
+        )}
+      />
       <GenerateKeyDialog
         open={generating}
         onClose={() => setGenerating(false)}
@@ -240,14 +189,14 @@ export const ApiKeysPage = () => {
         confirmLabel="Revoke key"
         danger
         onClose={() => setRevoking(null)}
-        onConfirm={async () => {
-          if (revoking === null) return null
-          const result = await run((client) => client.dashboard.revokeApiKey({ path: { key_id: revoking.id } }))
-          if (Either.isLeft(result)) return result.left
-          app.announce(`Key ${revoking.name} revoked`)
-          reload()
-          return null
-        }}
+        onConfirm={async () =>
+          revoking === null ? null : doneOrProblem(
+            run((client) => client.dashboard.revokeApiKey({ path: { key_id: revoking.id } })),
+            () => {
+              app.announce(`Key ${revoking.name} revoked`)
+              reload()
+            }
+          )}
       >
         <p>
           Every request with this key is refused from now on (401). Whatever uses it stops working. This cannot be

@@ -1,9 +1,9 @@
-import * as Either from "effect/Either"
-import type { ComponentChildren, JSX } from "preact"
+import type { ComponentChildren } from "preact"
 import { useEffect, useState } from "preact/hooks"
 import { MIN_PASSWORD_LENGTH, type Session } from "../../../src/domain/Login.js"
-import { type Problem, run } from "../api.js"
-import { FormError, Link } from "../components.js"
+import { run } from "../api.js"
+import { Link } from "../components.js"
+import { FormError, InputField, SubmitButton, type Submission, useSubmit } from "../forms.js"
 
 const AuthLayout = ({ title, children }: { readonly title: string; readonly children: ComponentChildren }) => {
   useEffect(() => {
@@ -23,53 +23,58 @@ const AuthLayout = ({ title, children }: { readonly title: string; readonly chil
 /** The query of the other page's link: where to go once signed in survives the switch. */
 const carry = (next: string | null) => (next === null ? "" : `?next=${encodeURIComponent(next)}`)
 
+/** The form of either page: its fields, the problem of the last try, and the full-width submit button. */
+const AuthForm = (
+  { form, submitLabel, busyLabel, children }: {
+    readonly form: Submission
+    readonly submitLabel: string
+    readonly busyLabel: string
+    readonly children: ComponentChildren
+  }
+) => (
+  <form class="form" onSubmit={form.submit}>
+    {children}
+    <FormError problem={form.problem} />
+    <SubmitButton
+      busy={form.busy}
+      label={submitLabel}
+      busyLabel={busyLabel}
+      class="button button-primary button-block"
+    />
+  </form>
+)
+
 export const SignInPage = (
   { next, onSignedIn }: { readonly next: string | null; readonly onSignedIn: (session: Session) => void }
 ) => {
   const [email, setEmail] = useState("")
   const [password, setPassword] = useState("")
-  const [busy, setBusy] = useState(false)
-  const [problem, setProblem] = useState<Problem | null>(null)
-  const submit = async (event: JSX.TargetedEvent<HTMLFormElement>) => {
-    event.preventDefault()
-    setBusy(true)
-    setProblem(null)
-    const result = await run((client) => client.dashboardLogin.login({ payload: { email, password } }))
-    setBusy(false)
-    Either.match(result, { onLeft: setProblem, onRight: onSignedIn })
-  }
+  const form = useSubmit(
+    () => run((client) => client.dashboardLogin.login({ payload: { email, password } })),
+    onSignedIn
+  )
   return (
     <AuthLayout title="Sign in">
-      <form class="form" onSubmit={submit}>
-        <div class="field">
-          <label class="label" for="signin-email">Email</label>
-          <input
-            id="signin-email"
-            class="input"
-            type="email"
-            autoComplete="username"
-            required
-            value={email}
-            onInput={(event) => setEmail(event.currentTarget.value)}
-          />
-        </div>
-        <div class="field">
-          <label class="label" for="signin-password">Password</label>
-          <input
-            id="signin-password"
-            class="input"
-            type="password"
-            autoComplete="current-password"
-            required
-            value={password}
-            onInput={(event) => setPassword(event.currentTarget.value)}
-          />
-        </div>
-        <FormError problem={problem} />
-        <button type="submit" class="button button-primary button-block" disabled={busy}>
-          {busy ? "Signing in…" : "Sign in"}
-        </button>
-      </form>
+      <AuthForm form={form} submitLabel="Sign in" busyLabel="Signing in…">
+        <InputField
+          id="signin-email"
+          label="Email"
+          type="email"
+          autoComplete="username"
+          required
+          value={email}
+          onValue={setEmail}
+        />
+        <InputField
+          id="signin-password"
+          label="Password"
+          type="password"
+          autoComplete="current-password"
+          required
+          value={password}
+          onValue={setPassword}
+        />
+      </AuthForm>
       <p class="auth-switch">
         New here? <Link to={`/signup${carry(next)}`}>Create an account</Link>
       </p>
@@ -83,64 +88,44 @@ export const SignUpPage = (
   const [email, setEmail] = useState("")
   const [name, setName] = useState("")
   const [password, setPassword] = useState("")
-  const [busy, setBusy] = useState(false)
-  const [problem, setProblem] = useState<Problem | null>(null)
-  const submit = async (event: JSX.TargetedEvent<HTMLFormElement>) => {
-    event.preventDefault()
-    setBusy(true)
-    setProblem(null)
-    const result = await run((client) => client.dashboardLogin.signup({ payload: { email, name, password } }))
-    setBusy(false)
-    Either.match(result, { onLeft: setProblem, onRight: onSignedUp })
-  }
+  const form = useSubmit(
+    () => run((client) => client.dashboardLogin.signup({ payload: { email, name, password } })),
+    onSignedUp
+  )
   return (
     <AuthLayout title="Create your account">
-      <form class="form" onSubmit={submit}>
-        <div class="field">
-          <label class="label" for="signup-email">Email</label>
-          <input
-            id="signup-email"
-            class="input"
-            type="email"
-            autoComplete="email"
-            required
-            value={email}
-            onInput={(event) => setEmail(event.currentTarget.value)}
-          />
-        </div>
-        <div class="field">
-          <label class="label" for="signup-name">Name</label>
-          <input
-            id="signup-name"
-            class="input"
-            type="text"
-            autoComplete="name"
-            required
-            maxLength={200}
-            value={name}
-            onInput={(event) => setName(event.currentTarget.value)}
-          />
-        </div>
-        <div class="field">
-          <label class="label" for="signup-password">Password</label>
-          <input
-            id="signup-password"
-            class="input"
-            type="password"
-            autoComplete="new-password"
-            required
-            minLength={MIN_PASSWORD_LENGTH}
-            aria-describedby="signup-password-hint"
-            value={password}
-            onInput={(event) => setPassword(event.currentTarget.value)}
-          />
-          <p class="hint" id="signup-password-hint">At least {MIN_PASSWORD_LENGTH} characters.</p>
-        </div>
-        <FormError problem={problem} />
-        <button type="submit" class="button button-primary button-block" disabled={busy}>
-          {busy ? "Creating your account…" : "Create account"}
-        </button>
-      </form>
+      <AuthForm form={form} submitLabel="Create account" busyLabel="Creating your account…">
+        <InputField
+          id="signup-email"
+          label="Email"
+          type="email"
+          autoComplete="email"
+          required
+          value={email}
+          onValue={setEmail}
+        />
+        <InputField
+          id="signup-name"
+          label="Name"
+          type="text"
+          autoComplete="name"
+          required
+          maxLength={200}
+          value={name}
+          onValue={setName}
+        />
+        <InputField
+          id="signup-password"
+          label="Password"
+          type="password"
+          autoComplete="new-password"
+          required
+          minLength={MIN_PASSWORD_LENGTH}
+          hint={<>At least {MIN_PASSWORD_LENGTH} characters.</>}
+          value={password}
+          onValue={setPassword}
+        />
+      </AuthForm>
       <p class="auth-switch">
         Already have an account? <Link to={`/signin${carry(next)}`}>Sign in</Link>
       </p>

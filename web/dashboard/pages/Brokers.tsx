@@ -1,10 +1,9 @@
-import * as Either from "effect/Either"
-import type { JSX } from "preact"
 import { useState } from "preact/hooks"
 import type { BrokerView } from "../../../src/api/AdminApi.js"
 import type { BrokerEnvironment } from "../../../src/domain/Account.js"
-import { type Problem, run } from "../api.js"
-import { Badge, ConfirmDialog, Dialog, Empty, FormError, Loaded, PageHeader, TableScroll, Time } from "../components.js"
+import { doneOrProblem, run } from "../api.js"
+import { Badge, ConfirmDialog, FormDialog, ItemsTable, PageHeader, Time } from "../components.js"
+import { InputField, useSubmit } from "../forms.js"
 import { useApp, useLoad } from "../state.js"
 
 /** The two fields of an Alpaca key pair; the secret is never shown again once sent. */
@@ -18,32 +17,28 @@ const CredentialFields = (
   }
 ) => (
   <>
-    <div class="field">
-      <label class="label" for={`${prefix}-key-id`}>API key ID</label>
-      <input
-        id={`${prefix}-key-id`}
-        class="input input-mono"
-        type="text"
-        required
-        autoComplete="off"
-        spellcheck={false}
-        value={keyId}
-        onInput={(event) => onKeyId(event.currentTarget.value)}
-      />
-    </div>
-    <div class="field">
-      <label class="label" for={`${prefix}-secret`}>API secret key</label>
-      <input
-        id={`${prefix}-secret`}
-        class="input input-mono"
-        type="password"
-        required
-        autoComplete="off"
-        spellcheck={false}
-        value={secret}
-        onInput={(event) => onSecret(event.currentTarget.value)}
-      />
-    </div>
+    <InputField
+      id={`${prefix}-key-id`}
+      label="API key ID"
+      mono
+      type="text"
+      required
+      autoComplete="off"
+      spellcheck={false}
+      value={keyId}
+      onValue={onKeyId}
+    />
+    <InputField
+      id={`${prefix}-secret`}
+      label="API secret key"
+      mono
+      type="password"
+      required
+      autoComplete="off"
+      spellcheck={false}
+      value={secret}
+      onValue={onSecret}
+    />
     <p class="hint">Checked with Alpaca before anything is stored, then kept encrypted and never shown again.</p>
   </>
 )
@@ -60,103 +55,91 @@ const ConnectDialog = (
   const [environment, setEnvironment] = useState<BrokerEnvironment>("paper")
   const [keyId, setKeyId] = useState("")
   const [secret, setSecret] = useState("")
-  const [busy, setBusy] = useState(false)
-  const [problem, setProblem] = useState<Problem | null>(null)
   const defaultName = mode === "test" ? "Mock broker" : environment === "paper" ? "Alpaca paper" : "Alpaca live"
-  const submit = async (event: JSX.TargetedEvent<HTMLFormElement>) => {
-    event.preventDefault()
-    setBusy(true)
-    setProblem(null)
-    const chosen = name.trim() === "" ? defaultName : name.trim()
-    const result = await run((client) =>
-      client.dashboard.createBroker({
-        payload: mode === "test"
-          ? { name: chosen, kind: "mock", mode: "test" }
-          : {
-            name: chosen,
-            kind: "alpaca",
-            mode: "live",
-            environment,
-            credentials: { api_key_id: keyId.trim(), api_secret_key: secret.trim() }
-          }
-      })
-    )
-    setBusy(false)
-    Either.match(result, {
-      onLeft: setProblem,
-      onRight: (broker) => {
-        setName("")
-        setKeyId("")
-        setSecret("")
-        onConnected(broker)
-      }
-    })
-  }
+  const form = useSubmit(
+    () => {
+      const chosen = name.trim() === "" ? defaultName : name.trim()
+      return run((client) =>
+        client.dashboard.createBroker({
+          payload: mode === "test"
+            ? { name: chosen, kind: "mock", mode: "test" }
+            : {
+              name: chosen,
+              kind: "alpaca",
+              mode: "live",
+              environment,
+              credentials: { api_key_id: keyId.trim(), api_secret_key: secret.trim() }
+            }
+        })
+      )
+    },
+    (broker) => {
+      setName("")
+      setKeyId("")
+      setSecret("")
+      onConnected(broker)
+    }
+  )
   return (
-    <Dialog open={open} title={mode === "test" ? "Connect the mock broker" : "Connect Alpaca"} onClose={onClose}>
-      <form class="form" onSubmit={submit}>
-        {mode === "test"
-          ? (
-            <p class="dialog-text">
-              The mock broker is deterministic and trades nothing: every symbol is priced 100, market orders fill at
-              once, and the symbols REJECT, PARTIAL, FAIL and HOLD reach the other outcomes.
-            </p>
-          )
-          : (
-            <p class="dialog-text">
-              Orders of live keys go to this Alpaca account. Create a key pair in Alpaca's dashboard (API Keys).
-            </p>
-          )}
-        <div class="field">
-          <label class="label" for="broker-name">Name</label>
-          <input
-            id="broker-name"
-            class="input"
-            type="text"
-            maxLength={200}
-            placeholder={defaultName}
-            autoFocus
-            value={name}
-            onInput={(event) => setName(event.currentTarget.value)}
-          />
-        </div>
-        {mode === "live" && (
-          <>
-            <fieldset class="fieldset">
-              <legend class="label">Alpaca environment</legend>
-              <label class="check">
-                <input
-                  type="radio"
-                  name="environment"
-                  value="paper"
-                  checked={environment === "paper"}
-                  onChange={() => setEnvironment("paper")}
-                />
-                <span>Paper trading (simulated)</span>
-              </label>
-              <label class="check">
-                <input
-                  type="radio"
-                  name="environment"
-                  value="live"
-                  checked={environment === "live"}
-                  onChange={() => setEnvironment("live")}
-                />
-                <span>Live trading (real money)</span>
-              </label>
-            </fieldset>
-            <CredentialFields prefix="connect" keyId={keyId} secret={secret} onKeyId={setKeyId} onSecret={setSecret} />
-          </>
+    <FormDialog
+      open={open}
+      title={mode === "test" ? "Connect the mock broker" : "Connect Alpaca"}
+      onClose={onClose}
+      form={form}
+      submitLabel={mode === "test" ? "Connect mock broker" : "Connect Alpaca"}
+      busyLabel="Connecting…"
+    >
+      {mode === "test"
+        ? (
+          <p class="dialog-text">
+            The mock broker is deterministic and trades nothing: every symbol is priced 100, market orders fill at
+            once, and the symbols REJECT, PARTIAL, FAIL and HOLD reach the other outcomes.
+          </p>
+        )
+        : (
+          <p class="dialog-text">
+            Orders of live keys go to this Alpaca account. Create a key pair in Alpaca's dashboard (API Keys).
+          </p>
         )}
-        <FormError problem={problem} />
-        <div class="dialog-actions">
-          <button type="button" class="button" onClick={onClose}>Cancel</button>
-          <button type="submit" class="button button-primary" disabled={busy}>
-            {busy ? "Connecting…" : mode === "test" ? "Connect mock broker" : "Connect Alpaca"}
-          </button>
-        </div>
-      </form>
-    </Dialog>
+      <InputField
+        id="broker-name"
+        label="Name"
+        type="text"
+        maxLength={200}
+        placeholder={defaultName}
+        autoFocus
+        value={name}
+        onValue={setName}
+      />
+      {mode === "live" && (
+        <>
+          <fieldset class="fieldset">
+            <legend class="label">Alpaca environment</legend>
+            <label class="check">
+              <input
+                type="radio"
+                name="environment"
+                value="paper"
+                checked={environment === "paper"}
+                onChange={() => setEnvironment("paper")}
+              />
+              <span>Paper trading (simulated)</span>
+            </label>
+            <label class="check">
+              <input
+                type="radio"
+                name="environment"
+                value="live"
+                checked={environment === "live"}
+                onChange={() => setEnvironment("live")}
+              />
+              <span>Live trading (real money)</span>
+            </label>
+          </fieldset>
+          <CredentialFields prefix="connect" keyId={keyId} secret={secret} onKeyId={setKeyId} onSecret={setSecret} />
+        </>
+      )}
+    </FormDialog>
   )
 }
 
@@ -169,45 +152,37 @@ const ReplaceCredentialsDialog = (
 ) => {
   const [keyId, setKeyId] = useState("")
   const [secret, setSecret] = useState("")
-  const [busy, setBusy] = useState(false)
-  const [problem, setProblem] = useState<Problem | null>(null)
-  const submit = async (event: JSX.TargetedEvent<HTMLFormElement>) => {
-    event.preventDefault()
-    if (broker === null) return
-    setBusy(true)
-    setProblem(null)
-    const result = await run((client) =>
-      client.dashboard.replaceBrokerCredentials({
-        path: { broker_id: broker.id },
-        payload: { api_key_id: keyId.trim(), api_secret_key: secret.trim() }
-      })
-    )
-    setBusy(false)
-    Either.match(result, {
-      onLeft: setProblem,
-      onRight: (replaced) => {
-        setKeyId("")
-        setSecret("")
-        onReplaced(replaced)
-      }
-    })
-  }
+  const form = useSubmit(
+    () =>
+      // The form shows only while a connection is chosen.
+      broker === null
+        ? { tag: "Form", detail: "Choose a connection first." }
+        : run((client) =>
+          client.dashboard.replaceBrokerCredentials({
+            path: { broker_id: broker.id },
+            payload: { api_key_id: keyId.trim(), api_secret_key: secret.trim() }
+          })
+        ),
+    (replaced) => {
+      setKeyId("")
+      setSecret("")
+      onReplaced(replaced)
+    }
+  )
   return (
-    <Dialog open={broker !== null} title={`Replace the credentials of “${broker?.name ?? ""}”`} onClose={onClose}>
-      <form class="form" onSubmit={submit}>
-        <p class="dialog-text">
-          Alpaca refused this connection's key pair, so its intents fail. Enter a new pair to make it active again.
-        </p>
-        <CredentialFields prefix="replace" keyId={keyId} secret={secret} onKeyId={setKeyId} onSecret={setSecret} />
-        <FormError problem={problem} />
-        <div class="dialog-actions">
-          <button type="button" class="button" onClick={onClose}>Cancel</button>
-          <button type="submit" class="button button-primary" disabled={busy}>
-            {busy ? "Checking…" : "Replace credentials"}
-          </button>
-        </div>
-      </form>
-    </Dialog>
+    <FormDialog
+      open={broker !== null}
+      title={`Replace the credentials of “${broker?.name ?? ""}”`}
+      onClose={onClose}
+      form={form}
+      submitLabel="Replace credentials"
+      busyLabel="Checking…"
+    >
+      <p class="dialog-text">
+        Alpaca refused this connection's key pair, so its intents fail. Enter a new pair to make it active again.
+      </p>
+      <CredentialFields prefix="replace" keyId={keyId} secret={secret} onKeyId={setKeyId} onSecret={setSecret} />
+    </FormDialog>
   )
 }
 
@@ -233,61 +208,45 @@ export const BrokersPage = () => {
           </button>
         }
       />
-      <Loaded load={brokers} retry={reload}>
-        {({ items }) =>
-          items.length === 0
-            ? <Empty>No {mode} broker connections yet.</Empty>
-            : (
-              <TableScroll label="Broker connections">
-                <table class="table table-stack">
-                  <thead>
-                    <tr>
-                      <th scope="col">Name</th>
-                      <th scope="col">Status</th>
-                      <th scope="col">Kind</th>
-                      <th scope="col">Environment</th>
-                      <th scope="col">broker_id</th>
-                      <th scope="col">Created</th>
-                      <th scope="col"><span class="sr-only">Actions</span></th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {items.map((broker) => (
-                      <tr key={broker.id} data-broker={broker.id}>
-                        <td data-label="Name" class="strong">{broker.name}</td>
-                        <td data-label="Status">
-                          {broker.status === "active"
-                            ? <Badge tone="success">Active</Badge>
-                            : <Badge tone="danger">Credentials refused</Badge>}
-                        </td>
-                        <td data-label="Kind">{broker.kind === "mock" ? "Mock" : "Alpaca"}</td>
-                        <td data-label="Environment">{broker.environment === null ? <span class="muted">—</span> : broker.environment === "paper" ? "Paper" : "Live"}</td>
-                        <td data-label="broker_id" class="mono">{broker.id}</td>
-                        <td data-label="Created">
-                          <Time at={broker.created_at} compact />
-                        </td>
-                        <td class="actions">
-                          {broker.kind === "alpaca" && broker.status === "invalid" && (
-                            <button type="button" class="button button-small" onClick={() => setReplacing(broker)}>
-                              Replace credentials
-                            </button>
-                          )}
-                          <button
-                            type="button"
-                            class="button button-small button-danger-outline"
-                            aria-label={`Disconnect ${broker.name}`}
-                            onClick={() => setDisconnecting(broker)}
-                          >
-                            Disconnect
-                          </button>
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </TableScroll>
-            )}
-      </Loaded>
+      <ItemsTable
+        load={brokers}
+        retry={reload}
+        label="Broker connections"
+        columns={["Name", "Status", "Kind", "Environment", "broker_id", "Created"]}
+        actions
+        empty={<>No {mode} broker connections yet.</>}
+        row={(broker) => (
+          <tr key={broker.id} data-broker={broker.id}>
+            <td data-label="Name" class="strong">{broker.name}</td>
+            <td data-label="Status">
+              {broker.status === "active"
+                ? <Badge tone="success">Active</Badge>
+                : <Badge tone="danger">Credentials refused</Badge>}
+            </td>
+            <td data-label="Kind">{broker.kind === "mock" ? "Mock" : "Alpaca"}</td>
+            <td data-label="Environment">{broker.environment === null ? <span class="muted">—</span> : broker.environment === "paper" ? "Paper" : "Live"}</td>
+            <td data-label="broker_id" class="mono">{broker.id}</td>
+            <td data-label="Created">
+              <Time at={broker.created_at} compact />
+            </td>
+            <td class="actions">
+              {broker.kind === "alpaca" && broker.status === "invalid" && (
+                <button type="button" class="button button-small" onClick={() => setReplacing(broker)}>
+                  Replace credentials
+                </button>
+              )}
+              <button
+                type="button"
+                class="button button-small button-danger-outline"
+                aria-label={`Disconnect ${broker.name}`}
+                onClick={() => setDisconnecting(broker)}
+              >
+                Disconnect
+              </button>
+            </td>
+          </tr>
+        )}
+      />
       <ConnectDialog
         open={connecting}
         onClose={() => setConnecting(false)}
@@ -312,14 +271,14 @@ export const BrokersPage = () => {
         confirmLabel="Disconnect"
         danger
         onClose={() => setDisconnecting(null)}
-        onConfirm={async () => {
-          if (disconnecting === null) return null
-          const result = await run((client) => client.dashboard.disconnectBroker({ path: { broker_id: disconnecting.id } }))
-          if (Either.isLeft(result)) return result.left
-          app.announce(`${disconnecting.name} disconnected`)
-          reload()
-          return null
-        }}
+        onConfirm={async () =>
+          disconnecting === null ? null : doneOrProblem(
+            run((client) => client.dashboard.disconnectBroker({ path: { broker_id: disconnecting.id } })),
+            () => {
+              app.announce(`${disconnecting.name} disconnected`)
+              reload()
+            }
+          )}
       >
         <p>
           New intents naming this connection are refused (404). Intents already routed keep their history, and open

@@ -6,11 +6,12 @@ import type { JSX } from "preact"
 import { useEffect, useState } from "preact/hooks"
 import { IntentId } from "../../../src/domain/Ids.js"
 import { finalStatuses, IntentStatus, type Order, type TradeIntent } from "../../../src/domain/Intent.js"
-import { run } from "../api.js"
+import { doneOrProblem, run } from "../api.js"
 import {
   Badge,
   ConfirmDialog,
   Empty,
+  Fact,
   IntentStatusBadge,
   Link,
   Loaded,
@@ -18,6 +19,7 @@ import {
   TableScroll,
   Time
 } from "../components.js"
+import { Field, InputField } from "../forms.js"
 import { formatAmount, formatCount, humanize } from "../format.js"
 import { navigate } from "../router.js"
 import { useApp, useEvents, useLoad, useThrottledReload } from "../state.js"
@@ -153,8 +155,7 @@ export const IntentsPage = ({ query }: { readonly query: URLSearchParams }) => {
         description={`Every ${mode} Trade Intent, newest first. The list follows new intents and status changes as they happen.`}
       />
       <form class="filters" onSubmit={apply} aria-label="Filter intents">
-        <div class="field">
-          <label class="label" for="filter-status">Status</label>
+        <Field id="filter-status" label="Status">
           <select
             id="filter-status"
             class="input"
@@ -164,20 +165,16 @@ export const IntentsPage = ({ query }: { readonly query: URLSearchParams }) => {
             <option value="">Any status</option>
             {statuses.map((status) => <option key={status} value={status}>{humanize(status)}</option>)}
           </select>
-        </div>
-        <div class="field">
-          <label class="label" for="filter-symbol">Symbol</label>
-          <input
-            id="filter-symbol"
-            class="input"
-            type="search"
-            placeholder="e.g. AAPL"
-            value={draft.symbol}
-            onInput={(event) => setDraft({ ...draft, symbol: event.currentTarget.value })}
-          />
-        </div>
-        <div class="field">
-          <label class="label" for="filter-broker">Broker</label>
+        </Field>
+        <InputField
+          id="filter-symbol"
+          label="Symbol"
+          type="search"
+          placeholder="e.g. AAPL"
+          value={draft.symbol}
+          onValue={(symbol) => setDraft({ ...draft, symbol })}
+        />
+        <Field id="filter-broker" label="Broker">
           <select
             id="filter-broker"
             class="input"
@@ -188,7 +185,7 @@ export const IntentsPage = ({ query }: { readonly query: URLSearchParams }) => {
             {page._tag === "Loaded" &&
               page.value.brokers.items.map((broker) => <option key={broker.id} value={broker.id}>{broker.name}</option>)}
           </select>
-        </div>
+        </Field>
         <div class="filters-actions">
           <button type="submit" class="button button-primary">Apply filters</button>
           {filtered && (
@@ -330,13 +327,6 @@ const OrderCard = ({ order }: { readonly order: Order }) => {
   )
 }
 
-const Fact = ({ label, children }: { readonly label: string; readonly children: JSX.Element | string }) => (
-  <div>
-    <dt>{label}</dt>
-    <dd>{children}</dd>
-  </div>
-)
-
 export const IntentPage = ({ id }: { readonly id: string }) => {
   const app = useApp()
   const { mode } = app
@@ -470,15 +460,14 @@ export const IntentPage = ({ id }: { readonly id: string }) => {
             cancelLabel="Keep it"
             danger
             onClose={() => setCancelOpen(false)}
-            onConfirm={async () => {
-              const result = await run((client) =>
-                client.dashboard.cancelIntent({ path: { id: intent.id }, urlParams: { mode } })
-              )
-              if (Either.isLeft(result)) return result.left
-              app.announce(`Intent ${intent.intent_id} is ${humanize(result.right.status).toLowerCase()}`)
-              reload()
-              return null
-            }}
+            onConfirm={() =>
+              doneOrProblem(
+                run((client) => client.dashboard.cancelIntent({ path: { id: intent.id }, urlParams: { mode } })),
+                (canceled) => {
+                  app.announce(`Intent ${intent.intent_id} is ${humanize(canceled.status).toLowerCase()}`)
+                  reload()
+                }
+              )}
           >
             <p>
               The cancel is sent to the broker. Fills made before it arrives are kept, and the order may fill first.

@@ -1,54 +1,56 @@
-import * as Either from "effect/Either"
-import type { JSX } from "preact"
+import type { ComponentChildren } from "preact"
 import { useState } from "preact/hooks"
 import { MIN_PASSWORD_LENGTH } from "../../../src/domain/Login.js"
-import { type Problem, run } from "../api.js"
-import { ConfirmDialog, FormError, PageHeader, Time } from "../components.js"
+import { doneOrProblem, run } from "../api.js"
+import { ConfirmDialog, Fact, PageHeader, Time } from "../components.js"
+import { FormError, InputField, SubmitButton, type Submission, useSubmit } from "../forms.js"
 import { formatCount, humanize } from "../format.js"
 import { useApp } from "../state.js"
+
+/** A form in a panel of its own, titled, with its submit button at the end. */
+const PanelForm = (
+  { id, title, form, submitLabel, busyLabel, children }: {
+    readonly id: string
+    readonly title: string
+    readonly form: Submission
+    readonly submitLabel: string
+    readonly busyLabel: string
+    readonly children: ComponentChildren
+  }
+) => (
+  <form class="panel form" onSubmit={form.submit} aria-labelledby={`${id}-title`}>
+    <h2 id={`${id}-title`} class="panel-title">{title}</h2>
+    {children}
+    <FormError problem={form.problem} />
+    <div class="panel-actions">
+      <SubmitButton busy={form.busy} label={submitLabel} busyLabel={busyLabel} />
+    </div>
+  </form>
+)
 
 const NameForm = () => {
   const app = useApp()
   const [name, setName] = useState(app.session.user.name)
-  const [busy, setBusy] = useState(false)
-  const [problem, setProblem] = useState<Problem | null>(null)
-  const submit = async (event: JSX.TargetedEvent<HTMLFormElement>) => {
-    event.preventDefault()
-    setBusy(true)
-    setProblem(null)
-    const result = await run((client) => client.dashboard.updateAccount({ payload: { name: name.trim() } }))
-    setBusy(false)
-    Either.match(result, {
-      onLeft: setProblem,
-      onRight: (session) => {
-        app.setSession(session)
-        app.announce("Name saved")
-      }
-    })
-  }
+  const form = useSubmit(
+    () => run((client) => client.dashboard.updateAccount({ payload: { name: name.trim() } })),
+    (session) => {
+      app.setSession(session)
+      app.announce("Name saved")
+    }
+  )
   return (
-    <form class="panel form" onSubmit={submit} aria-labelledby="name-title">
-      <h2 id="name-title" class="panel-title">Your name</h2>
-      <div class="field">
-        <label class="label" for="account-name">Name</label>
-        <input
-          id="account-name"
-          class="input"
-          type="text"
-          required
-          maxLength={200}
-          autoComplete="name"
-          value={name}
-          onInput={(event) => setName(event.currentTarget.value)}
-        />
-      </div>
-      <FormError problem={problem} />
-      <div class="panel-actions">
-        <button type="submit" class="button button-primary" disabled={busy}>
-          {busy ? "Saving…" : "Save name"}
-        </button>
-      </div>
-    </form>
+    <PanelForm id="name" title="Your name" form={form} submitLabel="Save name" busyLabel="Saving…">
+      <InputField
+        id="account-name"
+        label="Name"
+        type="text"
+        required
+        maxLength={200}
+        autoComplete="name"
+        value={name}
+        onValue={setName}
+      />
+    </PanelForm>
   )
 }
 
@@ -56,66 +58,39 @@ const PasswordForm = () => {
   const app = useApp()
   const [current, setCurrent] = useState("")
   const [next, setNext] = useState("")
-  const [busy, setBusy] = useState(false)
-  const [problem, setProblem] = useState<Problem | null>(null)
-  const submit = async (event: JSX.TargetedEvent<HTMLFormElement>) => {
-    event.preventDefault()
-    setBusy(true)
-    setProblem(null)
-    const result = await run((client) =>
-      client.dashboard.changePassword({ payload: { current_password: current, new_password: next } })
-    )
-    setBusy(false)
-    Either.match(result, {
-      onLeft: setProblem,
-      onRight: (session) => {
-        // The answer is a fresh session: its CSRF token is the one to send from now on.
-        app.setSession(session)
-        setCurrent("")
-        setNext("")
-        app.announce("Password changed. Every other session has been signed out.")
-      }
-    })
-  }
+  const form = useSubmit(
+    () => run((client) => client.dashboard.changePassword({ payload: { current_password: current, new_password: next } })),
+    (session) => {
+      // The answer is a fresh session: its CSRF token is the one to send from now on.
+      app.setSession(session)
+      setCurrent("")
+      setNext("")
+      app.announce("Password changed. Every other session has been signed out.")
+    }
+  )
   return (
-    <form class="panel form" onSubmit={submit} aria-labelledby="password-title">
-      <h2 id="password-title" class="panel-title">Password</h2>
-      <div class="field">
-        <label class="label" for="current-password">Current password</label>
-        <input
-          id="current-password"
-          class="input"
-          type="password"
-          required
-          autoComplete="current-password"
-          value={current}
-          onInput={(event) => setCurrent(event.currentTarget.value)}
-        />
-      </div>
-      <div class="field">
-        <label class="label" for="new-password">New password</label>
-        <input
-          id="new-password"
-          class="input"
-          type="password"
-          required
-          minLength={MIN_PASSWORD_LENGTH}
-          autoComplete="new-password"
-          aria-describedby="new-password-hint"
-          value={next}
-          onInput={(event) => setNext(event.currentTarget.value)}
-        />
-        <p class="hint" id="new-password-hint">
-          At least {MIN_PASSWORD_LENGTH} characters. Your other sessions are signed out when it changes.
-        </p>
-      </div>
-      <FormError problem={problem} />
-      <div class="panel-actions">
-        <button type="submit" class="button button-primary" disabled={busy}>
-          {busy ? "Changing…" : "Change password"}
-        </button>
-      </div>
-    </form>
+    <PanelForm id="password" title="Password" form={form} submitLabel="Change password" busyLabel="Changing…">
+      <InputField
+        id="current-password"
+        label="Current password"
+        type="password"
+        required
+        autoComplete="current-password"
+        value={current}
+        onValue={setCurrent}
+      />
+      <InputField
+        id="new-password"
+        label="New password"
+        type="password"
+        required
+        minLength={MIN_PASSWORD_LENGTH}
+        autoComplete="new-password"
+        hint={<>At least {MIN_PASSWORD_LENGTH} characters. Your other sessions are signed out when it changes.</>}
+        value={next}
+        onValue={setNext}
+      />
+    </PanelForm>
   )
 }
 
@@ -129,32 +104,14 @@ export const SettingsPage = () => {
       <section class="panel" aria-labelledby="account-title">
         <h2 id="account-title" class="panel-title">Account</h2>
         <dl class="facts">
-          <div>
-            <dt>Email</dt>
-            <dd>{email}</dd>
-          </div>
-          <div>
-            <dt>Plan</dt>
-            <dd>{humanize(user.tier)}</dd>
-          </div>
-          <div>
-            <dt>Requests per minute</dt>
-            <dd>{formatCount(user.requests_per_minute)}</dd>
-          </div>
-          <div>
-            <dt>Live intents per month</dt>
-            <dd>{formatCount(user.intents_per_month)}</dd>
-          </div>
-          <div>
-            <dt>User id</dt>
-            <dd class="mono">{user.id}</dd>
-          </div>
-          <div>
-            <dt>Member since</dt>
-            <dd>
-              <Time at={user.created_at} />
-            </dd>
-          </div>
+          <Fact label="Email">{email}</Fact>
+          <Fact label="Plan">{humanize(user.tier)}</Fact>
+          <Fact label="Requests per minute">{formatCount(user.requests_per_minute)}</Fact>
+          <Fact label="Live intents per month">{formatCount(user.intents_per_month)}</Fact>
+          <Fact label="User id" class="mono">{user.id}</Fact>
+          <Fact label="Member since">
+            <Time at={user.created_at} />
+          </Fact>
         </dl>
       </section>
       <div class="panels">
@@ -176,12 +133,7 @@ export const SettingsPage = () => {
         confirmLabel="Sign out everywhere"
         danger
         onClose={() => setConfirming(false)}
-        onConfirm={async () => {
-          const result = await run((client) => client.dashboard.logoutEverywhere())
-          if (Either.isLeft(result)) return result.left
-          app.sessionEnded()
-          return null
-        }}
+        onConfirm={() => doneOrProblem(run((client) => client.dashboard.logoutEverywhere()), app.sessionEnded)}
       >
         <p>Every session of your account ends, this one included. API keys are not affected.</p>
       </ConfirmDialog>

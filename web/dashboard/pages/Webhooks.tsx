@@ -2,19 +2,19 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import type { JSX } from "preact"
 import { useEffect, useState } from "preact/hooks"
 import type { CreatedWebhookEndpoint, WebhookEndpointView } from "../../../src/api/AdminApi.js"
 import type { DashboardEndpoint } from "../../../src/api/DashboardApi.js"
-import { WebhookEndpointId } from "../../../src/domain/Ids.js"
+import { type Mode, WebhookEndpointId } from "../../../src/domain/Ids.js"
 import { allEventTypes, type Delivery, type DeliveryStatus, type EventType } from "../../../src/domain/Webhook.js"
-import { type Problem, run } from "../api.js"
+import { doneOrProblem, type Problem, run } from "../api.js"
 import {
   Badge,
   ConfirmDialog,
-  Dialog,
   Empty,
-  FormError,
+  Fact,
+  FormDialog,
+  ItemsTable,
   Link,
   Loaded,
   PageHeader,
@@ -23,6 +23,7 @@ import {
   Time,
   type Tone
 } from "../components.js"
+import { FormError, InputField, useSubmit } from "../forms.js"
 import { humanize } from "../format.js"
 import { navigate } from "../router.js"
 import { useApp, useEvents, useLoad, useThrottledReload } from "../state.js"
@@ -54,78 +55,59 @@ const AddEndpointDialog = (
   const { mode } = useApp()
   const [url, setUrl] = useState("")
   const [events, setEvents] = useState<ReadonlyArray<EventType>>(allEventTypes)
-  const [busy, setBusy] = useState(false)
-  const [problem, setProblem] = useState<Problem | null>(null)
   const toggle = (type: EventType, on: boolean) =>
     setEvents(allEventTypes.filter((t) => (t === type ? on : events.includes(t))))
-  const submit = async (event: JSX.TargetedEvent<HTMLFormElement>) => {
-    event.preventDefault()
-    if (events.length === 0) {
-      setProblem({ tag: "Form", detail: "Choose at least one event type." })
-      return
+  const form = useSubmit(
+    () =>
+      events.length === 0
+        ? { tag: "Form", detail: "Choose at least one event type." }
+        : run((client) => client.dashboard.createWebhookEndpoint({ payload: { url: url.trim(), mode, events } })),
+    (endpoint) => {
+      setUrl("")
+      setEvents(allEventTypes)
+      onCreated(endpoint)
     }
-    setBusy(true)
-    setProblem(null)
-    const result = await run((client) =>
-      client.dashboard.createWebhookEndpoint({ payload: { url: url.trim(), mode, events } })
-    )
-    setBusy(false)
-    Either.match(result, {
-      onLeft: setProblem,
-      onRight: (endpoint) => {
-        setUrl("")
-        setEvents(allEventTypes)
-        onCreated(endpoint)
-      }
-    })
-  }
+  )
   return (
-    <Dialog open={open} title={`Add a ${mode} webhook endpoint`} onClose={onClose}>
-      <form class="form" onSubmit={submit}>
-        <div class="field">
-          <label class="label" for="endpoint-url">Endpoint URL</label>
-          <input
-            id="endpoint-url"
-            class="input input-mono"
-            type="url"
-            required
-            maxLength={2048}
-            autoFocus
-            placeholder={mode === "test" ? "http://127.0.0.1:4000/hooks" : "https://example.com/hooks"}
-            aria-describedby="endpoint-url-hint"
-            value={url}
-            onInput={(event) => setUrl(event.currentTarget.value)}
-          />
-          <p class="hint" id="endpoint-url-hint">
-            {mode === "test"
-              ? "Any http or https URL: a receiver on your own machine works in test mode."
-              : "An https URL on the public internet."}
-          </p>
+    <FormDialog
+      open={open}
+      title={`Add a ${mode} webhook endpoint`}
+      onClose={onClose}
+      form={form}
+      submitLabel="Add endpoint"
+      busyLabel="Adding…"
+    >
+      <InputField
+        id="endpoint-url"
+        label="Endpoint URL"
+        mono
+        type="url"
+        required
+        maxLength={2048}
+        autoFocus
+        placeholder={mode === "test" ? "http://127.0.0.1:4000/hooks" : "https://example.com/hooks"}
+        hint={mode === "test"
+          ? "Any http or https URL: a receiver on your own machine works in test mode."
+          : "An https URL on the public internet."}
+        value={url}
+        onValue={setUrl}
+      />
+      <fieldset class="fieldset">
+        <legend class="label">Events to send</legend>
+        <div class="checks-grid">
+          {allEventTypes.map((type) => (
+            <label class="check" key={type}>
+              <input
+                type="checkbox"
+                checked={events.includes(type)}
+                onChange={(event) => toggle(type, event.currentTarget.checked)}
+              />
+              <span class="mono">{type}</span>
+            </label>
+          ))}
         </div>
-        <fieldset class="fieldset">
-          <legend class="label">Events to send</legend>
-          <div class="checks-grid">
-            {allEventTypes.map((type) => (
-              <label class="check" key={type}>
-                <input
-                  type="checkbox"
-                  checked={events.includes(type)}
-                  onChange={(event) => toggle(type, event.currentTarget.checked)}
-                />
-                <span class="mono">{type}</span>
-              </label>
-            ))}
-          </div>
-        </fieldset>
-        <FormError problem={problem} />
-        <div class="dialog-actions">
-          <button type="button" class="button" onClick={onClose}>Cancel</button>
-          <button type="submit" class="button button-primary" disabled={busy}>
-            {busy ? "Adding…" : "Add endpoint"}
-          </button>
-        </div>
-      </form>
-    </Dialog>
+      </fieldset>
+    </FormDialog>
   )
 }
 
@@ -161,59 +143,43 @@ export const WebhooksPage = () => {
           title={`Signing secret of ${created.url}`}
           label="Signing secret"
           value={created.secret}
-          announce={app.announce}
           onDone={() => setCreated(null)}
         >
           {secretNotice}
         </SecretPanel>
       )}
-      <Loaded load={endpoints} retry={reload}>
-        {({ items }) =>
-          items.length === 0
-            ? <Empty>No {mode} endpoints yet.</Empty>
-            : (
-              <TableScroll label="Webhook endpoints">
-                <table class="table table-stack">
-                  <thead>
-                    <tr>
-                      <th scope="col">URL</th>
-                      <th scope="col">Status</th>
-                      <th scope="col">Failing</th>
-                      <th scope="col">Events</th>
-                      <th scope="col">Created</th>
-                      <th scope="col"><span class="sr-only">Actions</span></th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {items.map((endpoint: DashboardEndpoint) => (
-                      <tr key={endpoint.id} data-endpoint={endpoint.id}>
-                        <td data-label="URL" class="mono wrap">
-                          <Link to={`/webhooks/${endpoint.id}`}>{endpoint.url}</Link>
-                        </td>
-                        <td data-label="Status">
-                          <EndpointStatus endpoint={endpoint} />
-                        </td>
-                        <td data-label="Failing">
-                          <FailingBadge count={endpoint.failing_deliveries} />
-                        </td>
-                        <td data-label="Events">
-                          <EventList events={endpoint.events} />
-                        </td>
-                        <td data-label="Created">
-                          <Time at={endpoint.created_at} compact />
-                        </td>
-                        <td class="actions">
-                          <Link to={`/webhooks/${endpoint.id}`} class="button button-small">
-                            Manage<span class="sr-only"> {endpoint.url}</span>
-                          </Link>
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </TableScroll>
-            )}
-      </Loaded>
+      <ItemsTable
+        load={endpoints}
+        retry={reload}
+        label="Webhook endpoints"
+        columns={["URL", "Status", "Failing", "Events", "Created"]}
+        actions
+        empty={<>No {mode} endpoints yet.</>}
+        row={(endpoint: DashboardEndpoint) => (
+          <tr key={endpoint.id} data-endpoint={endpoint.id}>
+            <td data-label="URL" class="mono wrap">
+              <Link to={`/webhooks/${endpoint.id}`}>{endpoint.url}</Link>
+            </td>
+            <td data-label="Status">
+              <EndpointStatus endpoint={endpoint} />
+            </td>
+            <td data-label="Failing">
+              <FailingBadge count={endpoint.failing_deliveries} />
+            </td>
+            <td data-label="Events">
+              <EventList events={endpoint.events} />
+            </td>
+            <td data-label="Created">
+              <Time at={endpoint.created_at} compact />
+            </td>
+            <td class="actions">
+              <Link to={`/webhooks/${endpoint.id}`} class="button button-small">
+                Manage<span class="sr-only"> {endpoint.url}</span>
+              </Link>
+            </td>
+          </tr>
+        )}
+      />
       <AddEndpointDialog
         open={adding}
         onClose={() => setAdding(false)}
@@ -294,6 +260,13 @@ const DeliveryRow = (
   </>
 )
 
+const EndpointNotFound = ({ mode }: { readonly mode: Mode }) => (
+  <>
+    <PageHeader title="Endpoint not found" description={`There is no ${mode} endpoint with this id.`} />
+    <Link to="/webhooks">All endpoints</Link>
+  </>
+)
+
 type Confirming = "rotate" | "delete" | "disable" | null
 
 export const WebhookEndpointPage = ({ id }: { readonly id: string }) => {
@@ -308,7 +281,7 @@ export const WebhookEndpointPage = ({ id }: { readonly id: string }) => {
           run((client) =>
             Effect.all({
               endpoints: client.dashboard.listWebhookEndpoints({ urlParams: { mode } }),
-              deliveries: client.dashboard.listDeliveries({ path: { endpoint_id: endpointId } })
+              deliveries: client.dashboard.listDeliveries({ path: { endpoint_id: endpointId }, urlParams: {} })
             }, { concurrency: 2 })
           )
       }),
@@ -342,24 +315,14 @@ export const WebhookEndpointPage = ({ id }: { readonly id: string }) => {
   }
 
   if (data._tag === "Failed" && data.problem.tag === "WebhookEndpointNotFound") {
-    return (
-      <>
-        <PageHeader title="Endpoint not found" description={`There is no ${mode} endpoint with this id.`} />
-        <Link to="/webhooks">All endpoints</Link>
-      </>
-    )
+    return <EndpointNotFound mode={mode} />
   }
   return (
     <Loaded load={data} retry={reload}>
       {({ endpoints, deliveries }) => {
         const endpoint = endpoints.items.find((item) => item.id === id)
         if (endpoint === undefined) {
-          return (
-            <>
-              <PageHeader title="Endpoint not found" description={`There is no ${mode} endpoint with this id.`} />
-              <Link to="/webhooks">All endpoints</Link>
-            </>
-          )
+          return <EndpointNotFound mode={mode} />
         }
         const disabled = endpoint.disabled_at !== null
         return (
@@ -414,7 +377,6 @@ export const WebhookEndpointPage = ({ id }: { readonly id: string }) => {
                 title="New signing secret"
                 label="Signing secret"
                 value={secret.secret}
-                announce={app.announce}
                 onDone={() => setSecret(null)}
               >
                 <p class="hint">The old secret no longer signs deliveries: update your receiver now.</p>
@@ -424,30 +386,18 @@ export const WebhookEndpointPage = ({ id }: { readonly id: string }) => {
             <section class="section" aria-labelledby="endpoint-facts">
               <h2 id="endpoint-facts">Details</h2>
               <dl class="facts">
-                <div>
-                  <dt>Status</dt>
-                  <dd>
-                    <EndpointStatus endpoint={endpoint} />
-                  </dd>
-                </div>
-                <div>
-                  <dt>Failing deliveries (7 days)</dt>
-                  <dd>
-                    <FailingBadge count={endpoint.failing_deliveries} />
-                  </dd>
-                </div>
-                <div>
-                  <dt>Events</dt>
-                  <dd>
-                    <EventList events={endpoint.events} />
-                  </dd>
-                </div>
-                <div>
-                  <dt>Created</dt>
-                  <dd>
-                    <Time at={endpoint.created_at} />
-                  </dd>
-                </div>
+                <Fact label="Status">
+                  <EndpointStatus endpoint={endpoint} />
+                </Fact>
+                <Fact label="Failing deliveries (7 days)">
+                  <FailingBadge count={endpoint.failing_deliveries} />
+                </Fact>
+                <Fact label="Events">
+                  <EventList events={endpoint.events} />
+                </Fact>
+                <Fact label="Created">
+                  <Time at={endpoint.created_at} />
+                </Fact>
               </dl>
             </section>
             <section class="section" aria-labelledby="deliveries-title">
@@ -494,16 +444,15 @@ export const WebhookEndpointPage = ({ id }: { readonly id: string }) => {
               title="Rotate the signing secret?"
               confirmLabel="Rotate secret"
               onClose={() => setConfirming(null)}
-              onConfirm={async () => {
-                const result = await run((client) =>
-                  client.dashboard.rotateWebhookSecret({ path: { endpoint_id: endpoint.id } })
-                )
-                if (Either.isLeft(result)) return result.left
-                setSecret(result.right)
-                app.announce("Secret rotated. Copy the new one now: it will not be shown again.")
-                reload()
-                return null
-              }}
+              onConfirm={() =>
+                doneOrProblem(
+                  run((client) => client.dashboard.rotateWebhookSecret({ path: { endpoint_id: endpoint.id } })),
+                  (rotated) => {
+                    setSecret(rotated)
+                    app.announce("Secret rotated. Copy the new one now: it will not be shown again.")
+                    reload()
+                  }
+                )}
             >
               <p>The current secret stops signing at once: deliveries fail verification until your receiver has the new one.</p>
             </ConfirmDialog>
@@ -526,15 +475,14 @@ export const WebhookEndpointPage = ({ id }: { readonly id: string }) => {
               confirmLabel="Delete endpoint"
               danger
               onClose={() => setConfirming(null)}
-              onConfirm={async () => {
-                const result = await run((client) =>
-                  client.dashboard.deleteWebhookEndpoint({ path: { endpoint_id: endpoint.id } })
-                )
-                if (Either.isLeft(result)) return result.left
-                app.announce("Endpoint deleted")
-                navigate("/webhooks")
-                return null
-              }}
+              onConfirm={() =>
+                doneOrProblem(
+                  run((client) => client.dashboard.deleteWebhookEndpoint({ path: { endpoint_id: endpoint.id } })),
+                  () => {
+                    app.announce("Endpoint deleted")
+                    navigate("/webhooks")
+                  }
+                )}
             >
               <p>Its pending deliveries are dropped and it receives nothing more. This cannot be undone.</p>
             </ConfirmDialog>
