@@ -4,10 +4,15 @@ import { Api } from "../api/Api.js"
 import { Unavailable } from "../domain/Errors.js"
 import { Health } from "../services/Health.js"
 
+const ok = { status: "ok" as const }
+
 export const HealthHttpLive = HttpApiBuilder.group(Api, "health", (handlers) =>
   Effect.gen(function*() {
     const health = yield* Health
-    return handlers.handle("health", () =>
-      Effect.flatMap(health.check, (ok) =>
-        ok ? Effect.succeed({ status: "ok" as const }) : Effect.fail(new Unavailable({ detail: "Database unavailable" }))))
+    const ready = Effect.flatMap(health.check, (answers) =>
+      answers ? Effect.succeed(ok) : Effect.fail(new Unavailable({ detail: "Database unavailable" })))
+    return handlers
+      .handle("health", () => ready)
+      .handle("ready", () => ready)
+      .handle("live", () => Effect.succeed(ok))
   }))

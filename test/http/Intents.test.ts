@@ -333,11 +333,13 @@ for (const [name, server] of servers) {
           expectError(yield* send("DELETE", "/api/v1/intents", {}), 404, "not_found", "Not found")
         }))
 
-      it.effect("/healthz answers 200 ok", () =>
+      it.effect("/healthz, /readyz and /livez answer 200 ok", () =>
         Effect.gen(function*() {
-          const reply = yield* send("GET", "/healthz")
-          expect(reply.status).toBe(200)
-          expect(reply.body).toEqual({ status: "ok" })
+          for (const path of ["/healthz", "/readyz", "/livez"]) {
+            const reply = yield* send("GET", path)
+            expect(reply.status).toBe(200)
+            expect(reply.body).toEqual({ status: "ok" })
+          }
         }))
 
       it.effect("the OpenAPI document and the Swagger page", () =>
