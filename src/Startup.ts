@@ -45,6 +45,27 @@ export const configuration: Effect.Effect<Configuration, ConfigError.ConfigError
 /** The built dashboard, beside the bundled service (`dist/main.js` serves `dist/dashboard/`). */
 const DASHBOARD_ASSETS = fileURLToPath(new URL("./dashboard/", import.meta.url))
 
+/**
+ * One line at start that says how this instance is set up, never a secret: where its data lives,
+ * whether the operator API is open, where per-key counts are kept, which Alpaca it reaches.
+ */
+export const logSummary = (configuration: Configuration, listen: { readonly port: number; readonly host: string }) =>
+  Effect.gen(function*() {
+    const databaseUrl = yield* AppConfig.databaseUrl
+    const dataDir = yield* AppConfig.dataDir
+    const { http, services } = configuration
+    const alpaca = services.alpaca ?? AlpacaConfig.defaults
+    yield* Effect.logInfo("starting").pipe(Effect.annotateLogs({
+      listen: `${listen.host}:${listen.port}`,
+      database: Option.isSome(databaseUrl) ? "postgresql" : `pglite (${dataDir})`,
+      admin_api: Option.isSome(http.adminToken) ? "on" : "off",
+      rate_limits: services.rateLimits?._tag.toLowerCase() ?? "database",
+      brokers: `mock, alpaca (paper ${alpaca.endpoints.paper.api}, live ${alpaca.endpoints.live.api})`,
+      signup: http.signup ?? "open",
+      public_url: Option.match(http.publicUrl ?? Option.none(), { onNone: () => "unset", onSome: (url) => url.origin })
+    }))
+  })
+
 const KEY_FILE = "credentials.key"
 
 /** On PGlite with no `CREDENTIALS_KEY`, a key kept in `DATA_DIR` (created once, readable by the owner only). */

@@ -27,6 +27,7 @@ const Main = Layer.unwrapEffect(
     const host = yield* AppConfig.host
     const local = host === "0.0.0.0" || host === "::" ? "localhost" : host
     const configuration = yield* Startup.configuration
+    yield* Startup.logSummary(configuration, { port, host })
     const services = Startup.services(configuration).pipe(Layer.provideMerge(Database.migrated(Database.layerConfig)))
     return Server.layer(configuration.http).pipe(
       // The standalone service exports no traces, so it makes no spans: per request, the HTTP span's
@@ -35,7 +36,9 @@ const Main = Layer.unwrapEffect(
       HttpMiddleware.withTracerDisabledWhen(() => true),
       Layer.provide(NodeHttpServer.layer(NodeServer.make, { port, host })),
       Layer.provide(FirstRun.layer(`http://${local}:${port}`)),
-      Layer.provide(services)
+      Layer.provide(services),
+      // Outermost, so its finalizer runs last: once requests, workers and the database are done.
+      Layer.provide(Layer.scopedDiscard(Effect.addFinalizer(() => Effect.logInfo("stopped"))))
     )
   })
 )
