@@ -3,6 +3,7 @@ import * as ConfigError from "effect/ConfigError"
 import * as Either from "effect/Either"
 import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 
 const logLevels: Record<string, LogLevel.LogLevel> = {
   trace: LogLevel.Trace,
@@ -21,7 +22,10 @@ export const AppConfig = {
   host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
   databaseUrl: Config.option(Config.redacted("DATABASE_URL")),
   dataDir: Config.string("DATA_DIR").pipe(Config.withDefault("./data")),
-  adminToken: Config.option(Config.redacted("ADMIN_TOKEN")),
+  /** Empty counts as unset: the operator API stays closed. */
+  adminToken: Config.option(Config.redacted("ADMIN_TOKEN")).pipe(
+    Config.map(Option.filter((token) => Redacted.value(token) !== ""))
+  ),
   credentialsKey: Config.option(
     Config.redacted(
       Config.string("CREDENTIALS_KEY").pipe(
