@@ -30,9 +30,21 @@ const PageSize = Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 10
   rule("must be an integer from 1 to 100")
 )
 
+/** The page `GET /intents` answers when `page` or `page_size` is left out. */
+export const DEFAULT_PAGE = 1
+export const DEFAULT_PAGE_SIZE = 20
+
+/**
+ * `page` and `page_size` stay optional once decoded (the handler fills in the defaults): the typed
+ * client sends the decoded side, and `optionalWith(…, { default })` would make it name both. The
+ * OpenAPI document describes a parameter by its string side, so the range is annotated here.
+ */
 export const ListIntentsParams = Schema.Struct({
-  page: Schema.optionalWith(PageNumber, { default: () => 1 }),
-  page_size: Schema.optionalWith(PageSize, { default: () => 20 }),
+  page: Schema.optional(PageNumber).annotations({
+    description: `a number between 1 and ${MAX_INT4}`,
+    title: `between(1, ${MAX_INT4})`
+  }),
+  page_size: Schema.optional(PageSize).annotations({ description: "a number between 1 and 100", title: "between(1, 100)" }),
   status: Schema.optional(IntentStatus),
   symbol: Schema.optional(NulFreeString),
   broker_id: Schema.optional(NulFreeString)
@@ -48,6 +60,7 @@ export class IntentPage extends Schema.Class<IntentPage>("IntentPage")({
 }) {}
 
 const IntentPath = Schema.Struct({ id: pathId(IntentId, "IntentNotFound") })
+const ExternalIdPath = Schema.Struct({ intent_id: Schema.String })
 
 /** The v1 Trade Intent endpoints. */
 export class IntentsApi extends HttpApiGroup.make("intents")
@@ -71,10 +84,18 @@ export class IntentsApi extends HttpApiGroup.make("intents")
   )
   .add(
     HttpApiEndpoint.get("getIntentByExternalId", "/intents/by-external-id/:intent_id")
-      .setPath(Schema.Struct({ intent_id: Schema.String }))
+      .setPath(ExternalIdPath)
       .addSuccess(TradeIntent)
       .addError(IntentNotFoundResponse)
       .annotate(OpenApi.Summary, "Look a Trade Intent up by the caller's intent_id")
+  )
+  .add(
+    HttpApiEndpoint.post("cancelIntentByExternalId", "/intents/by-external-id/:intent_id/cancel")
+      .setPath(ExternalIdPath)
+      .addSuccess(TradeIntent)
+      .addError(IntentNotFoundResponse)
+      .addError(IntentNotCancelableResponse)
+      .annotate(OpenApi.Summary, "Cancel a Trade Intent that is not final, named by the caller's intent_id")
   )
   .add(
     HttpApiEndpoint.post("cancelIntent", "/intents/:id/cancel")

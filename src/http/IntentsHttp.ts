@@ -3,7 +3,7 @@ import * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import { Api } from "../api/Api.js"
-import { IntentPage, type ListIntentsParams } from "../api/IntentsApi.js"
+import { DEFAULT_PAGE, DEFAULT_PAGE_SIZE, IntentPage, type ListIntentsParams } from "../api/IntentsApi.js"
 import { CurrentPrincipal } from "../api/Security.js"
 import type { Owner } from "../domain/Ids.js"
 import type { DuplicateIntent } from "../domain/Intent.js"
@@ -21,24 +21,21 @@ const creationHeaders = (error: { readonly _tag: string } | DuplicateIntent) =>
     : Effect.void
 
 /** A page of the owner's intents, newest first, as `GET /intents` answers it (the v1 API's and the dashboard's). */
-export const intentPage = (intents: Intents, owner: Owner, params: ListIntentsParams) =>
-  Effect.map(
+export const intentPage = (intents: Intents, owner: Owner, params: ListIntentsParams) => {
+  const page = params.page ?? DEFAULT_PAGE
+  const pageSize = params.page_size ?? DEFAULT_PAGE_SIZE
+  return Effect.map(
     intents.list(owner, {
-      page: params.page,
-      pageSize: params.page_size,
+      page,
+      pageSize,
       status: params.status,
       symbol: params.symbol,
       brokerId: params.broker_id
     }),
     ({ items, total }) =>
-      new IntentPage({
-        items,
-        page: params.page,
-        page_size: params.page_size,
-        total_items: total,
-        total_pages: Math.ceil(total / params.page_size)
-      })
+      new IntentPage({ items, page, page_size: pageSize, total_items: total, total_pages: Math.ceil(total / pageSize) })
   )
+}
 
 export const IntentsHttpLive = HttpApiBuilder.group(Api, "intents", (handlers) =>
   Effect.gen(function*() {
@@ -57,6 +54,8 @@ export const IntentsHttpLive = HttpApiBuilder.group(Api, "intents", (handlers) =
         Effect.flatMap(CurrentPrincipal, (principal) => intents.getByExternalId(principal.owner, path.intent_id)))
       .handle("cancelIntent", ({ path }) =>
         Effect.flatMap(CurrentPrincipal, (principal) => intents.cancel(principal.owner, path.id)))
+      .handle("cancelIntentByExternalId", ({ path }) =>
+        Effect.flatMap(CurrentPrincipal, (principal) => intents.cancelByExternalId(principal.owner, path.intent_id)))
       .handle("listIntents", ({ urlParams }) =>
         Effect.flatMap(CurrentPrincipal, (principal) => intentPage(intents, principal.owner, urlParams)))
   }))

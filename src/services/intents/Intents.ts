@@ -74,9 +74,16 @@ export class Intents extends Effect.Service<Intents>()("Intents", {
       )
     })
 
+    /** The same cancel, for a client that knows the intent only by its own `intent_id`. */
+    const cancelByExternalId = Effect.fn("Intents.cancelByExternalId")(function*(owner: Owner, intentId: string) {
+      const intent = yield* found(repository.findByExternalId(owner, intentId))
+      return yield* cancel(owner, intent.id)
+    })
+
     return {
       create,
       cancel,
+      cancelByExternalId,
       get: (owner: Owner, id: IntentId) => repository.findById(owner, id).pipe(found),
       getByExternalId: (owner: Owner, intentId: string) => repository.findByExternalId(owner, intentId).pipe(found),
       list: (owner: Owner, query: IntentQuery) => repository.list(owner, query)
