@@ -3,6 +3,8 @@ import * as SqlSchema from "@effect/sql/SqlSchema"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import { Operators } from "./services/accounts/Operators.js"
 import { IdGenerator } from "./services/IdGenerator.js"
@@ -17,7 +19,10 @@ const DEMO_EMAIL = "demo@example.com"
  * intent and sign in. Never on PostgreSQL, never once a user exists. This is the one moment the
  * key and the password are shown.
  */
-export const layer = (baseUrl: string) =>
+export const layer = (
+  baseUrl: string,
+  adminToken: Option.Option<{ readonly token: Redacted.Redacted<string>; readonly path: string }> = Option.none()
+) =>
   Layer.effectDiscard(
     Effect.gen(function*() {
       const database = yield* DatabaseInfo
@@ -60,6 +65,14 @@ export const layer = (baseUrl: string) =>
         "    -H 'Content-Type: application/json' \\",
         `    -d '${body}'`,
         "",
+        ...Option.match(adminToken, {
+          onNone: () => [],
+          onSome: ({ path, token }) => [
+            `Operator API token (kept in ${path}): ${Redacted.value(token)}`,
+            `  export ADMIN_TOKEN=${Redacted.value(token)}   # then: npm run admin -- list-keys --user ${user.id}`,
+            ""
+          ]
+        }),
         `API reference: ${baseUrl}/docs`,
         ""
       ].join("\n"))

@@ -20,11 +20,24 @@ export interface Configuration {
   readonly http: Server.Options
   readonly services: Services.ServiceOptions
   readonly workers: Services.WorkerOptions
+  /** The operator token kept in `DATA_DIR` (embedded database, no `ADMIN_TOKEN`), for the first run to print. */
+  readonly localAdminToken: Option.Option<{ readonly token: Redacted.Redacted<string>; readonly path: string }>
 }
 
 /** The configuration of the HTTP side, the services and the workers. */
-export const configuration: Effect.Effect<Configuration, ConfigError.ConfigError> = Effect.gen(function*() {
-  const adminToken = yield* AppConfig.adminToken
+export const configuration: Effect.Effect<
+  Configuration,
+  ConfigError.ConfigError,
+  FileSystem.FileSystem
+> = Effect.gen(function*() {
+  const configuredToken = yield* AppConfig.adminToken
+  const embedded = Option.isNone(yield* AppConfig.databaseUrl)
+  const dataDir = yield* AppConfig.dataDir
+  // On the embedded database without ADMIN_TOKEN, the operator API is open with a token kept in DATA_DIR.
+  const localAdminToken = Option.isNone(configuredToken) && embedded
+    ? Option.some({ token: yield* localSecret(dataDir, TOKEN_FILE, (ids) => ids.base62(32)), path: `${dataDir}/${TOKEN_FILE}` })
+    : Option.none()
+  const adminToken = Option.orElse(configuredToken, () => Option.map(localAdminToken, ({ token }) => token))
   const credentialsKey = yield* AppConfig.credentialsKey
   const rateLimits = yield* AppConfig.rateLimits
   const authFailuresPerMinute = yield* AppConfig.authFailuresPerMinute
@@ -38,7 +51,8 @@ export const configuration: Effect.Effect<Configuration, ConfigError.ConfigError
   return {
     http: { adminToken, authFailuresPerMinute, publicUrl, signup, dashboardAssets: DASHBOARD_ASSETS },
     services: { credentialsKey, rateLimits, alpaca },
-    workers: { routing, webhooks, streams }
+    workers: { routing, webhooks, streams },
+    localAdminToken
   }
 })
 
@@ -68,14 +82,16 @@ export const logSummary = (configuration: Configuration, listen: { readonly port
 
 const KEY_FILE = "credentials.key"
 
-/** On PGlite with no `CREDENTIALS_KEY`, a key kept in `DATA_DIR` (created once, readable by the owner only). */
-const localCredentialsKey = (dataDir: string) =>
+const TOKEN_FILE = "admin.token"
+
+/** A secret kept in a file of `DATA_DIR`: made once by `make`, readable by the owner only. */
+const localSecret = (dataDir: string, file: string, make: (ids: IdGenerator["Type"]) => Effect.Effect<string>) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    const path = `${dataDir}/${KEY_FILE}`
+    const path = `${dataDir}/${file}`
     if (!(yield* fs.exists(path))) {
-      const ids = yield* IdGenerator
-      yield* fs.writeFileString(path, yield* ids.hex(32), { mode: 0o600 })
+      yield* fs.makeDirectory(dataDir, { recursive: true, mode: 0o700 })
+      yield* fs.writeFileString(path, yield* make(yield* IdGenerator), { mode: 0o600 })
     }
     return Redacted.make((yield* fs.readFileString(path)).trim())
   }).pipe(Effect.provide(IdGenerator.layer), Effect.orDie)
@@ -91,7 +107,7 @@ export const services = (configuration: Configuration) =>
       const database = yield* DatabaseInfo
       const configured = configuration.services.credentialsKey
       const credentialsKey = Option.isNone(configured) && database.kind === "pglite" && database.dataDir !== undefined
-        ? Option.some(yield* localCredentialsKey(database.dataDir))
+        ? Option.some(yield* localSecret(database.dataDir, KEY_FILE, (ids) => ids.hex(32)))
         : configured
       return Services.layer({ ...configuration.services, credentialsKey }, configuration.workers)
     })

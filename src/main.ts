@@ -36,7 +36,7 @@ const Main = Layer.unwrapEffect(
       // Layers keep their spans, for the tracer they provide.
       HttpMiddleware.withTracerDisabledWhen(() => true),
       Layer.provide(NodeHttpServer.layer(NodeServer.make, { port, host })),
-      Layer.provide(FirstRun.layer(`http://${local}:${port}`)),
+      Layer.provide(FirstRun.layer(`http://${local}:${port}`, configuration.localAdminToken)),
       Layer.provide(services),
       // Outermost, so its finalizer runs last: once requests, workers and the database are done.
       Layer.provide(Layer.scopedDiscard(Effect.addFinalizer(() => Effect.logInfo("stopped"))))

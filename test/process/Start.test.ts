@@ -43,10 +43,30 @@ describe("npm start", () => {
       })
       expect(created.status).toBe(201)
       expect(await created.json()).toMatchObject({ intent_id: "demo-1", status: "pending", broker_id: broker })
+
+      // The operator token kept in DATA_DIR opens the operator API; the demo login opens the dashboard.
+      const token = /Operator API token \(kept in .*admin\.token\): ([A-Za-z0-9]{32})/.exec(printed)?.[1]
+      const userId = /user id: +([0-9a-f-]{36})/.exec(printed)?.[1]
+      const keys = await fetch(`${first.baseUrl}/admin/v1/users/${userId}/api-keys`, {
+        headers: { authorization: `Bearer ${token}` }
+      })
+      expect(keys.status).toBe(200)
+      expect(printed).toContain(`Dashboard: ${first.baseUrl}/dashboard/`)
+      const password = /password \(shown only now\): (\S+)/.exec(printed)?.[1]
+      const login = await fetch(`${first.baseUrl}/dashboard/api/v1/login`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ email: "demo@example.com", password })
+      })
+      expect(login.status).toBe(200)
+      const page = await fetch(`${first.baseUrl}/dashboard/`)
+      expect(page.status).toBe(200)
+      expect(await page.text()).toContain("<!doctype html>")
       expect(await stop(first.child)).toBe(0)
 
       const second = await start({ DATA_DIR: dataDir })
       expect(second.output()).not.toContain("First run")
+      expect(second.output()).not.toContain(token)
       const found = await fetch(`${second.baseUrl}/api/v1/intents/by-external-id/demo-1`, {
         headers: { authorization: `Bearer ${key}` }
       })
