@@ -16,8 +16,8 @@ const DEMO_EMAIL = "demo@example.com"
 /**
  * The first start on an empty embedded database creates a demo user with a test key, a mock
  * broker connection and a dashboard login, and prints what a newcomer needs to send a first
- * intent and sign in. Never on PostgreSQL, never once a user exists. This is the one moment the
- * key and the password are shown.
+ * intent and sign in (and the operator token kept in `DATA_DIR`, when there is one). Never on
+ * PostgreSQL, never once a user exists. This is the one moment the key and the password are shown.
  */
 export const layer = (
   baseUrl: string,
