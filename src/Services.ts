@@ -16,6 +16,7 @@ import { Events } from "./services/events/Events.js"
 import { EventStreams } from "./services/events/EventStreams.js"
 import { LoginRepository } from "./services/logins/LoginRepository.js"
 import { Logins } from "./services/logins/Logins.js"
+import { QueueStats } from "./services/metrics/QueueStats.js"
 import { IntentRepository } from "./services/intents/IntentRepository.js"
 import { Intents } from "./services/intents/Intents.js"
 import { RateLimiter } from "./services/RateLimiter.js"
@@ -68,7 +69,8 @@ export const ports = (options: ServiceOptions) =>
     BrokerGateway.layer({ alpaca: options.alpaca ?? AlpacaConfig.defaults }).pipe(
       Layer.provide(NodeHttpClient.layerUndici)
     ),
-    Health.layerSql
+    Health.layerSql,
+    QueueStats.layerSql
   ).pipe(
     // The limiter counts API keys' requests and, shared by every instance, each Alpaca account's calls.
     Layer.provideMerge(
@@ -91,7 +93,8 @@ export const portsInMemory = (options: ServiceOptions) =>
     BrokerGateway.layerInMemory({ alpaca: options.alpaca ?? AlpacaConfig.defaults }).pipe(
       Layer.provide(NodeHttpClient.layerUndici)
     ),
-    Health.layerInMemory
+    Health.layerInMemory,
+    QueueStats.layerInMemory
   ).pipe(
     Layer.provideMerge(
       Layer.mergeAll(AccountRepository.layerInMemory, CredentialsCipher.layer(options.credentialsKey), RateLimiter.layerInMemory)

@@ -10,6 +10,7 @@ import { CurrentRequestId } from "../api/RequestId.js"
 import { WireErrors } from "../domain/Errors.js"
 import { IdGenerator } from "../services/IdGenerator.js"
 import { errorResponse } from "./ErrorResponse.js"
+import * as HttpMetrics from "./HttpMetrics.js"
 
 /**
  * Request bodies larger than this are refused with 413: before anything reads them when
@@ -35,9 +36,10 @@ const refusal = (request: HttpServerRequest.HttpServerRequest) => {
 /**
  * The outermost middleware: gives every request an id (the `X-Request-Id` header and the
  * `request_id` of error bodies), applies the edge limits, and logs one line per request:
- * method, path, status, duration and request id, never a key or a body.
+ * method, path, status, duration and request id, never a key or a body. It counts and times the
+ * request in the HTTP metrics too, under its route's template.
  */
-export const middleware = (app: HttpApp.Default): HttpApp.Default<never, IdGenerator> =>
+export const middleware = (app: HttpApp.Default): HttpApp.Default<never, IdGenerator | HttpMetrics.RouteTemplates> =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const ids = yield* IdGenerator
@@ -55,16 +57,21 @@ export const middleware = (app: HttpApp.Default): HttpApp.Default<never, IdGener
     return yield* served.pipe(
       Effect.locally(CurrentRequestId, requestId),
       Effect.onExit((exit) =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          Effect.logInfo("request").pipe(
-            Effect.annotateLogs({
-              method: request.method,
-              path: request.url.split("?")[0],
-              status: Exit.isSuccess(exit) ? exit.value.status : 500,
-              duration_ms: now - started,
-              request_id: requestId
-            })
-          ))
+        Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          const status = Exit.isSuccess(exit) ? exit.value.status : 500
+          return Effect.zipRight(
+            HttpMetrics.record(request, status, now - started),
+            Effect.logInfo("request").pipe(
+              Effect.annotateLogs({
+                method: request.method,
+                path: request.url.split("?")[0],
+                status,
+                duration_ms: now - started,
+                request_id: requestId
+              })
+            )
+          )
+        })
       )
     )
   })

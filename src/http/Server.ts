@@ -15,6 +15,7 @@ import { DashboardHttpLive, DashboardLoginHttpLive } from "./DashboardHttp.js"
 import { HealthHttpLive } from "./HealthHttp.js"
 import { EventsHttpLive } from "./EventsHttp.js"
 import { IntentsHttpLive } from "./IntentsHttp.js"
+import * as MetricsHttp from "./MetricsHttp.js"
 
 /** The API definition with its handlers. */
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
@@ -59,13 +60,15 @@ const dashboardSettings = (options: Options) =>
 
 /**
  * The HTTP service on the `HttpServer` in context: the API, its OpenAPI document at
- * `/api/v1/openapi.json`, a Swagger page at `/docs`, and the edge middleware around all of it.
+ * `/api/v1/openapi.json`, a Swagger page at `/docs`, metrics at `/metrics`, and the edge middleware
+ * around all of it.
  */
 export const layer = (options: Options) =>
   HttpApiBuilder.serve(Edge.middleware).pipe(
     Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/api/v1/openapi.json" })),
     Layer.provide(options.dashboardAssets === undefined ? Layer.empty : DashboardAssets.layer(options.dashboardAssets)),
+    Layer.provide(MetricsHttp.layer),
     Layer.provide(ApiMiddleware.layer),
     Layer.provide(ApiLive),
     Layer.provide(authentication(options)),

@@ -1,6 +1,13 @@
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import { identity } from "effect/Function"
+import * as Metric from "effect/Metric"
+import * as MetricBoundaries from "effect/MetricBoundaries"
+import * as Option from "effect/Option"
 import type { BrokerKind } from "../../domain/Account.js"
+import { BrokerRejected } from "../../domain/Broker.js"
 import * as AlpacaBroker from "./alpaca/AlpacaBroker.js"
 import type { AlpacaOptions } from "./alpaca/AlpacaConfig.js"
 import type { BrokerGateway } from "./BrokerGateway.js"
@@ -10,7 +17,34 @@ export interface BrokersOptions {
   readonly alpaca: AlpacaOptions
 }
 
-/** The gateway routing uses: each connection goes to the broker of its kind. */
+/** How long each call to a broker takes, by broker, operation and outcome. */
+export const requestDuration = Metric.histogram(
+  "tir_broker_request_duration_seconds",
+  MetricBoundaries.fromIterable([0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]),
+  "Broker call latency in seconds, by broker, operation (submit, lookup, cancel) and outcome (ok, rejected, error)."
+)
+
+/** A call's outcome: `ok`, `rejected` (the broker refused the order), or `error` (no usable answer, interrupted). */
+const outcomeOf = (exit: Exit.Exit<unknown, unknown>) => {
+  if (Exit.isSuccess(exit)) return "ok"
+  const failure = Cause.failureOption(exit.cause)
+  return Option.isSome(failure) && failure.value instanceof BrokerRejected ? "rejected" : "error"
+}
+
+const timed = <A, E>(broker: BrokerKind, operation: "submit" | "lookup" | "cancel", call: Effect.Effect<A, E>) =>
+  Effect.flatMap(Clock.currentTimeMillis, (started) =>
+    Effect.onExit(call, (exit) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Metric.update(
+          requestDuration.pipe(
+            Metric.tagged("broker", broker),
+            Metric.tagged("operation", operation),
+            Metric.tagged("outcome", outcomeOf(exit))
+          ),
+          (now - started) / 1000
+        ))))
+
+/** The gateway routing uses: each connection goes to the broker of its kind, each call timed. */
 export const make = (options: BrokersOptions) =>
   Effect.gen(function*() {
     const brokers: Record<BrokerKind, BrokerGateway["Type"]> = {
@@ -18,9 +52,10 @@ export const make = (options: BrokersOptions) =>
       alpaca: yield* AlpacaBroker.make(options.alpaca)
     }
     return identity<BrokerGateway["Type"]>({
-      submit: (connection, order) => brokers[connection.kind].submit(connection, order),
-      lookup: (connection, order) => brokers[connection.kind].lookup(connection, order),
-      cancel: (connection, clientOrderId) => brokers[connection.kind].cancel(connection, clientOrderId),
+      submit: (connection, order) => timed(connection.kind, "submit", brokers[connection.kind].submit(connection, order)),
+      lookup: (connection, order) => timed(connection.kind, "lookup", brokers[connection.kind].lookup(connection, order)),
+      cancel: (connection, clientOrderId) =>
+        timed(connection.kind, "cancel", brokers[connection.kind].cancel(connection, clientOrderId)),
       verify: (kind, environment, credentials) => brokers[kind].verify(kind, environment, credentials),
       streaming: Object.values(brokers).flatMap((broker) => broker.streaming),
       updates: (connection) => brokers[connection.kind].updates(connection)
