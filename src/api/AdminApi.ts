@@ -21,6 +21,7 @@ import {
   WebhookEndpointDisabledResponse,
   WebhookEndpointNotFoundResponse
 } from "./ApiErrors.js"
+import { operation } from "./OpenApiDocs.js"
 import { AdminAuth } from "./Security.js"
 
 const Name = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)).annotations(
@@ -148,6 +149,11 @@ export const revokeApiKey = HttpApiEndpoint.del("revokeApiKey", "/api-keys/:key_
     .addSuccess(Schema.Void, { status: 204 })
     .addError(ApiKeyNotFoundResponse)
 
+    .annotateContext(operation({
+      summary: "Revoke an API key",
+      description: "Revokes the key at once: refused from the next request on, on every instance within milliseconds. The operator's call (`/admin/v1`, bearer `ADMIN_TOKEN`) and the dashboard's (its own user's only) alike.",
+      responses: { 204: "Revoked" }
+    }))
 /** New credentials for an Alpaca connection, checked with Alpaca first. The operator's and the dashboard's call alike (each group under its own prefix and security). */
 export const replaceBrokerCredentials = HttpApiEndpoint.put("replaceBrokerCredentials", "/brokers/:broker_id/credentials")
     .setPath(BrokerPath)
@@ -158,12 +164,22 @@ export const replaceBrokerCredentials = HttpApiEndpoint.put("replaceBrokerCreden
     .addError(BrokerCredentialsInvalidResponse)
     .addError(BrokerUnreachableResponse)
 
+    .annotateContext(operation({
+      summary: "Replace an Alpaca connection's credentials",
+      description: "New credentials for an `alpaca` connection, checked with Alpaca first and stored encrypted; never returned. The operator's call (`/admin/v1`, bearer `ADMIN_TOKEN`) and the dashboard's (its own user's only) alike.",
+      responses: { 200: "The broker connection, without its credentials" }
+    }))
 /** Deletes an endpoint and its deliveries. The operator's and the dashboard's call alike (each group under its own prefix and security). */
 export const deleteWebhookEndpoint = HttpApiEndpoint.del("deleteWebhookEndpoint", "/webhook-endpoints/:endpoint_id")
     .setPath(EndpointPath)
     .addSuccess(Schema.Void, { status: 204 })
     .addError(WebhookEndpointNotFoundResponse)
 
+    .annotateContext(operation({
+      summary: "Delete a webhook endpoint",
+      description: "Deletes the endpoint and its deliveries; nothing more is sent to it. The operator's call (`/admin/v1`, bearer `ADMIN_TOKEN`) and the dashboard's (its own user's only) alike.",
+      responses: { 204: "Deleted" }
+    }))
 /** An endpoint's deliveries, newest first, each with its attempts. The operator's and the dashboard's call alike (each group under its own prefix and security). */
 export const listDeliveries = HttpApiEndpoint.get("listDeliveries", "/webhook-endpoints/:endpoint_id/deliveries")
     .setPath(EndpointPath)
@@ -171,6 +187,11 @@ export const listDeliveries = HttpApiEndpoint.get("listDeliveries", "/webhook-en
     .addSuccess(Schema.Struct({ items: Schema.Array(Delivery) }))
     .addError(WebhookEndpointNotFoundResponse)
 
+    .annotateContext(operation({
+      summary: "List an endpoint's deliveries",
+      description: "The endpoint's deliveries, newest first, each with its attempts (status, response code, error, time); at most `limit` of them. The operator's call (`/admin/v1`, bearer `ADMIN_TOKEN`) and the dashboard's (its own user's only) alike.",
+      responses: { 200: "The deliveries, newest first" }
+    }))
 /** Sends a delivery again, with a fresh retry schedule. The operator's and the dashboard's call alike (each group under its own prefix and security). */
 export const resendDelivery = HttpApiEndpoint.post("resendDelivery", "/deliveries/:delivery_id/resend")
     .setPath(Schema.Struct({ delivery_id: pathId(DeliveryId, "DeliveryNotFound") }))
@@ -178,18 +199,33 @@ export const resendDelivery = HttpApiEndpoint.post("resendDelivery", "/deliverie
     .addError(DeliveryNotFoundResponse)
     .addError(WebhookEndpointDisabledResponse)
 
+    .annotateContext(operation({
+      summary: "Re-send a delivery",
+      description: "Sends the delivery again, with a fresh retry schedule (a failed one included); 409 while its endpoint is disabled. The operator's call (`/admin/v1`, bearer `ADMIN_TOKEN`) and the dashboard's (its own user's only) alike.",
+      responses: { 202: "The delivery, queued to be sent again" }
+    }))
 /** The operator API: it stands in for the customers' dashboard. */
 export class AdminApi extends HttpApiGroup.make("admin")
   .add(
     HttpApiEndpoint.post("createUser", "/users")
       .setPayload(CreateUserPayload)
       .addSuccess(User, { status: 201 })
+      .annotateContext(operation({
+        summary: "Create a user",
+        description: "A customer account with its tier's limits (`requests_per_minute`, `intents_per_month`, overridable here). The user then needs API keys and broker connections.",
+        responses: { 201: "The user" }
+      }))
   )
   .add(
     HttpApiEndpoint.get("getUser", "/users/:user_id")
       .setPath(UserPath)
       .addSuccess(User)
       .addError(UserNotFoundResponse)
+      .annotateContext(operation({
+        summary: "Look a user up",
+        description: "The user with its tier and limits.",
+        responses: { 200: "The user" }
+      }))
   )
   .add(
     HttpApiEndpoint.post("createLogin", "/users/:user_id/login")
@@ -199,7 +235,11 @@ export class AdminApi extends HttpApiGroup.make("admin")
       .addError(UserNotFoundResponse)
       .addError(EmailTakenResponse)
       .addError(LoginExistsResponse)
-      .annotate(OpenApi.Summary, "Give a user a dashboard login (email and password)")
+      .annotateContext(operation({
+        summary: "Give a user a dashboard login (email and password)",
+        description: "Lets an existing user sign in to the dashboard (when sign-up is closed, the only way to a login). The password is stored hashed.",
+        responses: { 201: "The login (never its password)" }
+      }))
   )
   .add(
     HttpApiEndpoint.post("createApiKey", "/users/:user_id/api-keys")
@@ -207,12 +247,22 @@ export class AdminApi extends HttpApiGroup.make("admin")
       .setPayload(CreateApiKeyPayload)
       .addSuccess(CreatedApiKey, { status: 201 })
       .addError(UserNotFoundResponse)
+      .annotateContext(operation({
+        summary: "Create an API key",
+        description: "A key for the user in one mode (`test` or `live`) with the given scopes (both unless fewer are named) and an optional expiry. The key itself is in this response only; only its SHA-256 is stored.",
+        responses: { 201: "The API key, with the key itself (shown once)" }
+      }))
   )
   .add(
     HttpApiEndpoint.get("listApiKeys", "/users/:user_id/api-keys")
       .setPath(UserPath)
       .addSuccess(Schema.Struct({ items: Schema.Array(ApiKeyView) }))
       .addError(UserNotFoundResponse)
+      .annotateContext(operation({
+        summary: "List a user's API keys",
+        description: "Every key of the user, both modes, revoked and expired ones included; never the keys themselves.",
+        responses: { 200: "The user's API keys, without the keys" }
+      }))
   )
   .add(revokeApiKey)
   .add(
@@ -224,6 +274,11 @@ export class AdminApi extends HttpApiGroup.make("admin")
       .addError(UnprocessableResponse)
       .addError(BrokerCredentialsInvalidResponse)
       .addError(BrokerUnreachableResponse)
+      .annotateContext(operation({
+        summary: "Connect a broker",
+        description: "A `mock` connection in test mode (no credentials, no environment), or an `alpaca` one in live mode, its credentials checked with Alpaca first and stored encrypted, in the `paper` environment unless `environment` says `live`.",
+        responses: { 201: "The broker connection, without its credentials" }
+      }))
   )
   .add(replaceBrokerCredentials)
   .add(
@@ -232,12 +287,22 @@ export class AdminApi extends HttpApiGroup.make("admin")
       .setPayload(CreateWebhookEndpointPayload)
       .addSuccess(CreatedWebhookEndpoint, { status: 201 })
       .addError(UserNotFoundResponse)
+      .annotateContext(operation({
+        summary: "Create a webhook endpoint",
+        description: "An endpoint in one mode receiving the given event types (all six unless named). Test-mode URLs may be any http(s) URL; live-mode ones must be https and resolve to public addresses. The signing secret is in this response only.",
+        responses: { 201: "The endpoint, with its signing secret (shown once)" }
+      }))
   )
   .add(
     HttpApiEndpoint.get("listWebhookEndpoints", "/users/:user_id/webhook-endpoints")
       .setPath(UserPath)
       .addSuccess(Schema.Struct({ items: Schema.Array(WebhookEndpointView) }))
       .addError(UserNotFoundResponse)
+      .annotateContext(operation({
+        summary: "List a user's webhook endpoints",
+        description: "Every endpoint of the user, both modes, enabled or not; never their secrets.",
+        responses: { 200: "The user's webhook endpoints, without their secrets" }
+      }))
   )
   .add(deleteWebhookEndpoint)
   .add(listDeliveries)

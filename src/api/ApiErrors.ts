@@ -40,6 +40,37 @@ export type ErrorBody = typeof ErrorBody.Type
  * the tagged error, clients see `{detail, error_code, request_id}` plus the `carried` fields of
  * the error, and the derived client decodes it back.
  */
+/** How the OpenAPI document describes each error response (not its schema's identifier). */
+const responseDescriptions: { readonly [Tag in keyof WireErrors]?: string } = {
+  ValidationError: "The request is malformed: bad JSON, a missing field, a wrong type, an unknown field (`validation_error`)",
+  Unauthorized: "The bearer token is missing, malformed, unknown, revoked or expired (`unauthorized`)",
+  Forbidden: "The API key lacks the scope this call needs, or names the other mode's data (`forbidden`)",
+  SessionRequired: "No live session: sign in first (`unauthorized`)",
+  InvalidLogin: "Wrong email or password (`invalid_credentials`)",
+  CsrfRejected: "Missing or wrong `X-CSRF-Token`, or a foreign `Origin` (`forbidden`)",
+  SignupClosed: "Sign-up is closed on this deployment (`signup_closed`)",
+  EmailTaken: "An account already has this email (`email_taken`)",
+  LoginExists: "This user already has a login (`login_exists`)",
+  LoginThrottled: "Too many failed sign-ins: wait `Retry-After` seconds (`rate_limit_exceeded`)",
+  BrokerNotFound: "No such broker connection for this user and mode (`broker_not_found`)",
+  IntentNotFound: "No such intent for this key's user and mode (`not_found`)",
+  EventNotFound: "No such event for this key's user and mode, or older than 30 days (`not_found`)",
+  UserNotFound: "No such user (`user_not_found`)",
+  ApiKeyNotFound: "No such API key (`api_key_not_found`)",
+  WebhookEndpointNotFound: "No such webhook endpoint (`webhook_endpoint_not_found`)",
+  DeliveryNotFound: "No such delivery (`delivery_not_found`)",
+  WebhookEndpointDisabled: "The webhook endpoint is disabled: enable it first (`webhook_endpoint_disabled`)",
+  DuplicateIntent: "An intent already holds this intent_id; `Location` points at it (`duplicate_intent_id`)",
+  IntentNotCancelable: "The intent is final and cannot be canceled (`intent_not_cancelable`)",
+  Unprocessable: "Well formed, but against a rule of the resource (`unprocessable_entity`)",
+  BrokerCredentialsInvalid: "Alpaca refused the credentials (`broker_credentials_invalid`)",
+  RateLimited: "Over the rate limit: wait `Retry-After` seconds (`rate_limit_exceeded`)",
+  QuotaExceeded: "The monthly intent quota is used up (`quota_exceeded`)",
+  InternalError: "An unexpected failure; nothing about it is sent, quote `request_id` (`internal_server_error`)",
+  Unavailable: "The database is not answering: retry after `Retry-After` seconds (`service_unavailable`)",
+  BrokerUnreachable: "Alpaca is not answering: try again later (`broker_unavailable`)"
+}
+
 const wire = <A extends { readonly _tag: keyof WireErrors; readonly detail: string }, I>(
   error: Schema.Schema<A, I> & { readonly _tag: A["_tag"] },
   carried: Readonly<Record<string, Schema.Schema.AnyNoContext>> = {}
@@ -59,7 +90,11 @@ const wire = <A extends { readonly _tag: keyof WireErrors; readonly detail: stri
           (fields, request_id) => ({ ...fields, detail: e.detail, error_code: code, request_id })
         )
     }
-  ).annotations(HttpApiSchema.annotations({ status, identifier: `Error_${code}` }))
+  ).annotations(HttpApiSchema.annotations({
+    status,
+    identifier: `Error_${code}`,
+    description: responseDescriptions[error._tag] ?? `\`${code}\``
+  }))
 }
 
 export const ValidationErrorResponse = wire(ValidationError)

@@ -51,6 +51,7 @@ import {
 } from "./ApiErrors.js"
 import { EventTimeline } from "./EventsApi.js"
 import { IntentPage, ListIntentsParams } from "./IntentsApi.js"
+import { exampleCanceledIntent, exampleEvent, exampleIntent, exampleIntentPage, operation } from "./OpenApiDocs.js"
 
 const strict = { parseOptions: { onExcessProperty: "error" } } as const
 
@@ -139,7 +140,11 @@ export class DashboardLoginApi extends HttpApiGroup.make("dashboardLogin")
       .addError(SignupClosedResponse)
       .addError(EmailTakenResponse)
       .addError(CsrfRejectedResponse)
-      .annotate(OpenApi.Summary, "Create an account and sign in")
+      .annotateContext(operation({
+        summary: "Create an account and sign in",
+        description: "Creates a `free` user with a dashboard login and signs it in (sets the session cookie), when the deployment allows sign-up. No session needed; a foreign `Origin` is refused.",
+        responses: { 201: "The new session: the user, the email and the CSRF token" }
+      }))
   )
   .add(
     HttpApiEndpoint.post("login", "/login")
@@ -148,7 +153,11 @@ export class DashboardLoginApi extends HttpApiGroup.make("dashboardLogin")
       .addError(InvalidLoginResponse)
       .addError(LoginThrottledResponse)
       .addError(CsrfRejectedResponse)
-      .annotate(OpenApi.Summary, "Sign in: sets the session cookie")
+      .annotateContext(operation({
+        summary: "Sign in: sets the session cookie",
+        description: "Checks the email and password and sets the session cookie; repeated failures from one address are throttled (429). No session needed; a foreign `Origin` is refused.",
+        responses: { 200: "The session: the user, the email and the CSRF token" }
+      }))
   )
   .prefix("/dashboard/api/v1")
   .annotate(OpenApi.Description, "The dashboard's sign-up and sign-in.")
@@ -156,33 +165,76 @@ export class DashboardLoginApi extends HttpApiGroup.make("dashboardLogin")
 
 /** Everything a signed-in customer does in the dashboard, on their own things only. */
 export class DashboardAppApi extends HttpApiGroup.make("dashboard")
-  .add(HttpApiEndpoint.get("session", "/session").addSuccess(Session))
-  .add(HttpApiEndpoint.post("logout", "/logout").addSuccess(Schema.Void, { status: 204 }))
+  .add(HttpApiEndpoint.get("session", "/session").addSuccess(Session)
+      .annotateContext(operation({
+        summary: "The signed-in session",
+        description: "Who is signed in, and the CSRF token to send as `X-CSRF-Token` on every change.",
+        responses: { 200: "The session: the user, the email and the CSRF token" }
+      })))
+  .add(HttpApiEndpoint.post("logout", "/logout").addSuccess(Schema.Void, { status: 204 })
+      .annotateContext(operation({
+        summary: "Sign out",
+        description: "Revokes this session and clears its cookie; other sessions stay signed in.",
+        responses: { 204: "Signed out" }
+      })))
   .add(
     HttpApiEndpoint.post("logoutEverywhere", "/logout-everywhere")
       .addSuccess(Schema.Void, { status: 204 })
-      .annotate(OpenApi.Summary, "Revoke every session of the account, this one included")
+      .annotateContext(operation({
+        summary: "Revoke every session of the account, this one included",
+        description: "Signs the account out of every browser, this one included.",
+        responses: { 204: "Every session revoked" }
+      }))
   )
-  .add(HttpApiEndpoint.patch("updateAccount", "/account").setPayload(UpdateAccountPayload).addSuccess(Session))
+  .add(HttpApiEndpoint.patch("updateAccount", "/account").setPayload(UpdateAccountPayload).addSuccess(Session)
+      .annotateContext(operation({
+        summary: "Rename the account",
+        description: "Changes the account's display name.",
+        responses: { 200: "The session, with the renamed user" }
+      })))
   .add(
     HttpApiEndpoint.post("changePassword", "/account/password")
       .setPayload(ChangePasswordPayload)
       .addSuccess(Session)
       .addError(UnprocessableResponse)
-      .annotate(OpenApi.Summary, "Change the password: every other session is revoked, this browser gets a new one")
+      .annotateContext(operation({
+        summary: "Change the password",
+        description: "Checks the current password (422 when wrong), stores the new one hashed, revokes every other session and gives this browser a new one.",
+        responses: { 200: "The new session" }
+      }))
   )
-  .add(HttpApiEndpoint.get("overview", "/overview").setUrlParams(ModeParams).addSuccess(Overview))
+  .add(HttpApiEndpoint.get("overview", "/overview").setUrlParams(ModeParams).addSuccess(Overview)
+      .annotateContext(operation({
+        summary: "The overview page, in one mode",
+        description: "The account's tier, limits and this month's live intents, its recent intents, and the endpoints that are disabled or failing, in the given mode.",
+        responses: { 200: "The overview" }
+      })))
   .add(
     HttpApiEndpoint.get("listApiKeys", "/api-keys")
       .setUrlParams(ModeParams)
       .addSuccess(Schema.Struct({ items: Schema.Array(ApiKeyView) }))
+      .annotateContext(operation({
+        summary: "List the account's API keys, in one mode",
+        description: "The account's keys of the given mode, revoked and expired ones included; never the keys themselves.",
+        responses: { 200: "The API keys, without the keys" }
+      }))
   )
-  .add(HttpApiEndpoint.post("createApiKey", "/api-keys").setPayload(CreateApiKeyPayload).addSuccess(CreatedApiKey, { status: 201 }))
+  .add(HttpApiEndpoint.post("createApiKey", "/api-keys").setPayload(CreateApiKeyPayload).addSuccess(CreatedApiKey, { status: 201 })
+      .annotateContext(operation({
+        summary: "Create an API key",
+        description: "A key for the account in one mode with the given scopes and optional expiry; the key itself is in this response only.",
+        responses: { 201: "The API key, with the key itself (shown once)" }
+      })))
   .add(revokeApiKey)
   .add(
     HttpApiEndpoint.get("listBrokers", "/brokers")
       .setUrlParams(ModeParams)
       .addSuccess(Schema.Struct({ items: Schema.Array(BrokerView) }))
+      .annotateContext(operation({
+        summary: "List the account's broker connections, in one mode",
+        description: "The connections of the given mode; never their credentials.",
+        responses: { 200: "The broker connections" }
+      }))
   )
   .add(
     HttpApiEndpoint.post("createBroker", "/brokers")
@@ -191,6 +243,11 @@ export class DashboardAppApi extends HttpApiGroup.make("dashboard")
       .addError(UnprocessableResponse)
       .addError(BrokerCredentialsInvalidResponse)
       .addError(BrokerUnreachableResponse)
+      .annotateContext(operation({
+        summary: "Connect a broker",
+        description: "A `mock` connection in test mode, or an `alpaca` one in live mode with its credentials, checked with Alpaca first and stored encrypted.",
+        responses: { 201: "The broker connection, without its credentials" }
+      }))
   )
   .add(replaceBrokerCredentials)
   .add(
@@ -198,17 +255,31 @@ export class DashboardAppApi extends HttpApiGroup.make("dashboard")
       .setPath(BrokerPath)
       .addSuccess(Schema.Void, { status: 204 })
       .addError(BrokerNotFoundResponse)
-      .annotate(OpenApi.Summary, "Disconnect: its intents keep their history; new intents naming it get 404")
+      .annotateContext(operation({
+        summary: "Disconnect a broker",
+        description: "Removes the connection: its intents keep their history; new intents naming it get 404.",
+        responses: { 204: "Disconnected" }
+      }))
   )
   .add(
     HttpApiEndpoint.get("listWebhookEndpoints", "/webhook-endpoints")
       .setUrlParams(ModeParams)
       .addSuccess(Schema.Struct({ items: Schema.Array(DashboardEndpoint) }))
+      .annotateContext(operation({
+        summary: "List the account's webhook endpoints, in one mode",
+        description: "The endpoints of the given mode, each with its count of failing deliveries of the last 7 days; never their secrets.",
+        responses: { 200: "The webhook endpoints" }
+      }))
   )
   .add(
     HttpApiEndpoint.post("createWebhookEndpoint", "/webhook-endpoints")
       .setPayload(CreateWebhookEndpointPayload)
       .addSuccess(CreatedWebhookEndpoint, { status: 201 })
+      .annotateContext(operation({
+        summary: "Create a webhook endpoint",
+        description: "An endpoint in one mode for the given event types (all six unless named); the signing secret is in this response only.",
+        responses: { 201: "The endpoint, with its signing secret (shown once)" }
+      }))
   )
   .add(deleteWebhookEndpoint)
   .add(
@@ -216,19 +287,33 @@ export class DashboardAppApi extends HttpApiGroup.make("dashboard")
       .setPath(EndpointPath)
       .addSuccess(CreatedWebhookEndpoint)
       .addError(WebhookEndpointNotFoundResponse)
-      .annotate(OpenApi.Summary, "A new signing secret, shown once; the old one stops signing at once")
+      .annotateContext(operation({
+        summary: "Rotate an endpoint's signing secret",
+        description: "A new signing secret, shown once; the old one stops signing at once.",
+        responses: { 200: "The endpoint, with its new signing secret (shown once)" }
+      }))
   )
   .add(
     HttpApiEndpoint.post("disableWebhookEndpoint", "/webhook-endpoints/:endpoint_id/disable")
       .setPath(EndpointPath)
       .addSuccess(WebhookEndpointView)
       .addError(WebhookEndpointNotFoundResponse)
+      .annotateContext(operation({
+        summary: "Disable a webhook endpoint",
+        description: "Stops deliveries to the endpoint: its pending deliveries fail and new events are not sent to it.",
+        responses: { 200: "The endpoint, disabled" }
+      }))
   )
   .add(
     HttpApiEndpoint.post("enableWebhookEndpoint", "/webhook-endpoints/:endpoint_id/enable")
       .setPath(EndpointPath)
       .addSuccess(WebhookEndpointView)
       .addError(WebhookEndpointNotFoundResponse)
+      .annotateContext(operation({
+        summary: "Enable a webhook endpoint",
+        description: "The endpoint receives new events again; failed deliveries can be re-sent.",
+        responses: { 200: "The endpoint, enabled" }
+      }))
   )
   .add(
     HttpApiEndpoint.post("sendTestEvent", "/webhook-endpoints/:endpoint_id/test")
@@ -236,7 +321,11 @@ export class DashboardAppApi extends HttpApiGroup.make("dashboard")
       .addSuccess(Delivery, { status: 202 })
       .addError(WebhookEndpointNotFoundResponse)
       .addError(WebhookEndpointDisabledResponse)
-      .annotate(OpenApi.Summary, "Send a signed `webhook.test` event to this endpoint only")
+      .annotateContext(operation({
+        summary: "Send a test event",
+        description: "Sends a signed `webhook.test` event to this endpoint only, to check that it receives and verifies deliveries.",
+        responses: { 202: "The test delivery, queued" }
+      }))
   )
   .add(listDeliveries)
   .add(resendDelivery)
@@ -244,6 +333,12 @@ export class DashboardAppApi extends HttpApiGroup.make("dashboard")
     HttpApiEndpoint.get("listIntents", "/intents")
       .setUrlParams(Schema.Struct({ ...ListIntentsParams.fields, ...ModeParams.fields }))
       .addSuccess(IntentPage)
+      .annotateContext(operation({
+        summary: "List the account's Trade Intents, in one mode",
+        description: "The same page as `GET /api/v1/intents`, for the signed-in account and the given mode.",
+        responses: { 200: "A page of Trade Intents with the totals" },
+        examples: { 200: exampleIntentPage }
+      }))
   )
   .add(
     HttpApiEndpoint.get("getIntent", "/intents/:id")
@@ -251,6 +346,12 @@ export class DashboardAppApi extends HttpApiGroup.make("dashboard")
       .setUrlParams(ModeParams)
       .addSuccess(TradeIntent)
       .addError(IntentNotFoundResponse)
+      .annotateContext(operation({
+        summary: "Look a Trade Intent up",
+        description: "One of the account's intents in the given mode, with its orders and fills.",
+        responses: { 200: "The Trade Intent" },
+        examples: { 200: exampleIntent }
+      }))
   )
   .add(
     HttpApiEndpoint.get("intentEvents", "/intents/:id/events")
@@ -258,6 +359,12 @@ export class DashboardAppApi extends HttpApiGroup.make("dashboard")
       .setUrlParams(ModeParams)
       .addSuccess(EventTimeline)
       .addError(IntentNotFoundResponse)
+      .annotateContext(operation({
+        summary: "A Trade Intent's events, oldest first",
+        description: "The timeline of one of the account's intents in the given mode.",
+        responses: { 200: "The intent's events, oldest first" },
+        examples: { 200: { items: [exampleEvent] } }
+      }))
   )
   .add(
     HttpApiEndpoint.post("cancelIntent", "/intents/:id/cancel")
@@ -266,6 +373,12 @@ export class DashboardAppApi extends HttpApiGroup.make("dashboard")
       .addSuccess(TradeIntent)
       .addError(IntentNotFoundResponse)
       .addError(IntentNotCancelableResponse)
+      .annotateContext(operation({
+        summary: "Cancel a Trade Intent",
+        description: "The same cancel as `POST /api/v1/intents/{id}/cancel`, for one of the account's intents in the given mode.",
+        responses: { 200: "The Trade Intent after the cancel" },
+        examples: { 200: exampleCanceledIntent }
+      }))
   )
   .add(
     HttpApiEndpoint.get("streamEvents", "/events/stream")
@@ -273,7 +386,11 @@ export class DashboardAppApi extends HttpApiGroup.make("dashboard")
       .setHeaders(Schema.Struct({ "last-event-id": Schema.optional(EventCursorFromString) }))
       .addSuccess(HttpApiSchema.Text({ contentType: "text/event-stream" }))
       .addError(RateLimitedResponse)
-      .annotate(OpenApi.Summary, "Follow this mode's events as they commit (Server-Sent Events), for live pages")
+      .annotateContext(operation({
+        summary: "Follow this mode's events as they commit (Server-Sent Events)",
+        description: "The account's events of the given mode as they commit, for live pages: the same stream as `GET /api/v1/events/stream`.",
+        responses: { 200: "An open `text/event-stream` of events" }
+      }))
   )
   .middleware(DashboardAuth)
   .prefix("/dashboard/api/v1")

@@ -1,6 +1,5 @@
 import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
-import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { MAX_INT4, NulFreeString, rule } from "../domain/Errors.js"
 import { IntentId } from "../domain/Ids.js"
@@ -15,6 +14,13 @@ import {
   UnavailableResponse,
   UnprocessableResponse
 } from "./ApiErrors.js"
+import {
+  exampleCanceledIntent,
+  exampleCreateIntent,
+  exampleIntent,
+  exampleIntentPage,
+  operation
+} from "./OpenApiDocs.js"
 import { ApiKeyAuth } from "./Security.js"
 
 /** A page number: an integer of at least 1, and at most what an int4 holds (no offset overflows). */
@@ -73,21 +79,46 @@ export class IntentsApi extends HttpApiGroup.make("intents")
       .addError(DuplicateIntentResponse)
       .addError(QuotaExceededResponse)
       .addError(UnavailableResponse)
-      .annotate(OpenApi.Summary, "Create a Trade Intent")
+      .annotateContext(operation({
+        summary: "Create a Trade Intent",
+        description: "Records the intent (`pending`, no orders) and queues it for routing to the named broker " +
+          "connection. `intent_id` is the idempotency key: a retry with the same one creates nothing and answers " +
+          "409 with `Location` at the original. Checks in order: key (401), rate limit (429), scope " +
+          "`intents:write` (403), body (400), rules (422), connection (404, or 403 for the other mode), " +
+          "duplicate (409), monthly quota (429).",
+        responses: {
+          201: "The Trade Intent, created: `pending`, no orders yet",
+          429: "Over the key's rate limit (`rate_limit_exceeded`) or the monthly intent quota (`quota_exceeded`)"
+        },
+        request: exampleCreateIntent,
+        examples: { 201: exampleIntent }
+      }))
   )
   .add(
     HttpApiEndpoint.get("getIntent", "/intents/:id")
       .setPath(IntentPath)
       .addSuccess(TradeIntent)
       .addError(IntentNotFoundResponse)
-      .annotate(OpenApi.Summary, "Look a Trade Intent up by its id")
+      .annotateContext(operation({
+        summary: "Look a Trade Intent up by its id",
+        description: "The intent with its orders and fills, if it belongs to this key's user and mode; a malformed " +
+          "id is a 404 like an unknown one. Needs `intents:read`.",
+        responses: { 200: "The Trade Intent" },
+        examples: { 200: exampleIntent }
+      }))
   )
   .add(
     HttpApiEndpoint.get("getIntentByExternalId", "/intents/by-external-id/:intent_id")
       .setPath(ExternalIdPath)
       .addSuccess(TradeIntent)
       .addError(IntentNotFoundResponse)
-      .annotate(OpenApi.Summary, "Look a Trade Intent up by the caller's intent_id")
+      .annotateContext(operation({
+        summary: "Look a Trade Intent up by the caller's intent_id",
+        description: "The same lookup, naming the intent by the `intent_id` it was created with (unique per user " +
+          "and mode): for a client whose creation timed out before it saw the id. Needs `intents:read`.",
+        responses: { 200: "The Trade Intent" },
+        examples: { 200: exampleIntent }
+      }))
   )
   .add(
     HttpApiEndpoint.post("cancelIntentByExternalId", "/intents/by-external-id/:intent_id/cancel")
@@ -95,7 +126,13 @@ export class IntentsApi extends HttpApiGroup.make("intents")
       .addSuccess(TradeIntent)
       .addError(IntentNotFoundResponse)
       .addError(IntentNotCancelableResponse)
-      .annotate(OpenApi.Summary, "Cancel a Trade Intent that is not final, named by the caller's intent_id")
+      .annotateContext(operation({
+        summary: "Cancel a Trade Intent that is not final, named by the caller's intent_id",
+        description: "The same cancel as `POST /api/v1/intents/{id}/cancel`, naming the intent by its `intent_id`: " +
+          "same answers, same wait for the broker. Needs `intents:write`.",
+        responses: { 200: "The Trade Intent after the cancel: usually `canceled`, or what the broker made of it meanwhile" },
+        examples: { 200: exampleCanceledIntent }
+      }))
   )
   .add(
     HttpApiEndpoint.post("cancelIntent", "/intents/:id/cancel")
@@ -103,13 +140,27 @@ export class IntentsApi extends HttpApiGroup.make("intents")
       .addSuccess(TradeIntent)
       .addError(IntentNotFoundResponse)
       .addError(IntentNotCancelableResponse)
-      .annotate(OpenApi.Summary, "Cancel a Trade Intent that is not final")
+      .annotateContext(operation({
+        summary: "Cancel a Trade Intent that is not final",
+        description: "An intent no worker has submitted yet is canceled at once; otherwise the cancel is sent to the " +
+          "broker and the response waits up to 3 s for the outcome: usually `canceled`, or whatever the order " +
+          "became meanwhile (fills already made are kept). 409 when the intent is final. Needs `intents:write`.",
+        responses: { 200: "The Trade Intent after the cancel: usually `canceled`, or what the broker made of it meanwhile" },
+        examples: { 200: exampleCanceledIntent }
+      }))
   )
   .add(
     HttpApiEndpoint.get("listIntents", "/intents")
       .setUrlParams(ListIntentsParams)
       .addSuccess(IntentPage)
-      .annotate(OpenApi.Summary, "List Trade Intents, newest first")
+      .annotateContext(operation({
+        summary: "List Trade Intents, newest first",
+        description: "A page of this key's user's intents in its mode, newest first (`created_at` descending, then " +
+          "`id`), filtered by `status`, `symbol` (case-insensitive) and `broker_id`. `page` defaults to 1, " +
+          "`page_size` to 20; a page past the end has empty `items` and true totals. Needs `intents:read`.",
+        responses: { 200: "A page of Trade Intents with the totals" },
+        examples: { 200: exampleIntentPage }
+      }))
   )
   .middleware(ApiKeyAuth)
   .prefix("/api/v1")
