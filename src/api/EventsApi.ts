@@ -1,6 +1,7 @@
 import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
+import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { rule } from "../domain/Errors.js"
 import { EventCursorFromString, IntentEvent } from "../domain/Event.js"
@@ -89,4 +90,5 @@ export class EventsApi extends HttpApiGroup.make("events")
   )
   .middleware(ApiKeyAuth)
   .prefix("/api/v1")
+  .annotate(OpenApi.Description, "Every state change of your intents as events, pulled in commit order from a cursor, or followed live as Server-Sent Events. Kept 30 days.")
 {}

@@ -1,5 +1,6 @@
 import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { UnavailableResponse } from "./ApiErrors.js"
 import { operation } from "./OpenApiDocs.js"
@@ -41,4 +42,5 @@ export class HealthApi extends HttpApiGroup.make("health")
         examples: { 200: { status: "ok" } }
       }))
   )
+  .annotate(OpenApi.Description, "Probes for load balancers and orchestrators: liveness and readiness.")
 {}

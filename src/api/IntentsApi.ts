@@ -1,5 +1,6 @@
 import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { MAX_INT4, NulFreeString, rule } from "../domain/Errors.js"
 import { IntentId } from "../domain/Ids.js"
@@ -164,4 +165,5 @@ export class IntentsApi extends HttpApiGroup.make("intents")
   )
   .middleware(ApiKeyAuth)
   .prefix("/api/v1")
+  .annotate(OpenApi.Description, "Trade Intents: create (your intent_id is the idempotency key), look up, list and cancel. Bearer API key; a key sees only its own mode's intents.")
 {}
