@@ -64,8 +64,10 @@ const packagesLoadedBy = (entry: string): ReadonlyArray<string> => {
     if (seen.has(file)) return
     seen.add(file)
     const source = readFileSync(file, "utf8")
-    for (const match of source.matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*)"([^"]+)"/g)) {
-      const specifier = match[1]!
+    // Static imports and re-exports only, one per line as tsc emits them (a description string
+    // that happens to hold `from "` is not an import).
+    for (const match of source.matchAll(/^(?:import|export)\b[^\n"]*\bfrom\s*"([^"]+)";?$|^import\s*"([^"]+)";?$/gm)) {
+      const specifier = (match[1] ?? match[2])!
       if (specifier.startsWith(".")) visit(resolve(dirname(file), specifier))
       else if (!specifier.startsWith("node:")) {
         const parts = specifier.split("/")
