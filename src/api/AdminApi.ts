@@ -22,6 +22,7 @@ import {
   WebhookEndpointNotFoundResponse
 } from "./ApiErrors.js"
 import { operation } from "./OpenApiDocs.js"
+import { IntentPage, ListIntentsParams } from "./IntentsApi.js"
 import { AdminAuth } from "./Security.js"
 
 const Name = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)).annotations(
@@ -131,6 +132,14 @@ export class CreatedLogin extends Schema.Class<CreatedLogin>("CreatedLogin")({
   created_at: Schema.DateTimeUtc
 }) {}
 
+const UsersQuery = Schema.Struct({
+  limit: Schema.optional(
+    Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000)).annotations(
+      rule("must be an integer from 1 to 1000")
+    )
+  )
+})
+
 const DeliveriesQuery = Schema.Struct({
   limit: Schema.optional(
     Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000)).annotations(
@@ -214,6 +223,39 @@ export class AdminApi extends HttpApiGroup.make("admin")
         summary: "Create a user",
         description: "A customer account with its tier's limits (`requests_per_minute`, `intents_per_month`, overridable here). The user then needs API keys and broker connections.",
         responses: { 201: "The user" }
+      }))
+  )
+  .add(
+    HttpApiEndpoint.get("listUsers", "/users")
+      .setUrlParams(UsersQuery)
+      .addSuccess(Schema.Struct({ items: Schema.Array(User) }))
+      .annotateContext(operation({
+        summary: "List users",
+        description: "Users, newest first: at most `limit` (100 unless set, up to 1000).",
+        responses: { 200: "The users" }
+      }))
+  )
+  .add(
+    HttpApiEndpoint.get("listUserBrokers", "/users/:user_id/brokers")
+      .setPath(UserPath)
+      .addSuccess(Schema.Struct({ items: Schema.Array(BrokerView) }))
+      .addError(UserNotFoundResponse)
+      .annotateContext(operation({
+        summary: "List a user's broker connections",
+        description: "The user's connected brokers, test mode's first, never their credentials; disconnected ones are left out.",
+        responses: { 200: "The user's broker connections" }
+      }))
+  )
+  .add(
+    HttpApiEndpoint.get("listUserIntents", "/users/:user_id/intents")
+      .setPath(UserPath)
+      .setUrlParams(Schema.Struct({ ...ListIntentsParams.fields, mode: Mode.annotations(rule("must be one of: test, live")) }))
+      .addSuccess(IntentPage)
+      .addError(UserNotFoundResponse)
+      .annotateContext(operation({
+        summary: "List a user's intents in one mode",
+        description: "A page of the user's Trade Intents of `mode`, newest first, filtered as `GET /api/v1/intents` filters.",
+        responses: { 200: "A page of the user's intents" }
       }))
   )
   .add(

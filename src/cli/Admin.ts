@@ -14,6 +14,7 @@ import {
   CreateUserPayload,
   CreateWebhookEndpointPayload
 } from "../api/AdminApi.js"
+import { ListIntentsParams } from "../api/IntentsApi.js"
 import * as Client from "../Client.js"
 import { WireErrors } from "../domain/Errors.js"
 import { ApiKeyId, BrokerId, DeliveryId, UserId, WebhookEndpointId } from "../domain/Ids.js"
@@ -37,7 +38,11 @@ const values: Record<string, string> = {
   endpoint: "ENDPOINT_ID",
   delivery: "DELIVERY_ID",
   "api-key-id": "ID",
-  "api-secret-key": "SECRET"
+  "api-secret-key": "SECRET",
+  status: "STATUS",
+  symbol: "SYMBOL",
+  page: "N",
+  "page-size": "N"
 }
 
 const text = (name: string, description: string) =>
@@ -55,6 +60,12 @@ const id = <A>(value: string, schema: Schema.Schema<A, string>, notFound: { read
   Effect.mapError(Schema.decode(schema)(value), () => failure(notFound.detail))
 
 const userFlag = text("user", "the user's id")
+
+/** The query of a user's intents, as the API decodes it (the page flags are text, as in a URL). */
+const ListUserIntentsQuery = Schema.Struct({
+  ...ListIntentsParams.fields,
+  mode: Schema.Literal("test", "live").annotations({ message: () => ({ message: "must be one of: test, live", override: true }) })
+})
 
 /** The operator API's typed client at ROUTER_URL, with ADMIN_TOKEN. */
 const operator = Effect.gen(function*() {
@@ -119,6 +130,41 @@ const getUser = Command.make("get-user", { user: userFlag }, (flags) =>
   call((admin) =>
     Effect.flatMap(id(flags.user, UserId, WireErrors.UserNotFound), (user_id) => admin.getUser({ path: { user_id } }))
   )).pipe(Command.withDescription("Show a user"))
+
+const listUsers = Command.make("list-users", { limit: optional("limit", "at most this many (1 to 1000)") }, (flags) =>
+  call((admin) => admin.listUsers({ urlParams: { limit: integer(flags.limit) } }))).pipe(
+    Command.withDescription("List users, newest first")
+  )
+
+const listBrokers = Command.make("list-brokers", { user: userFlag }, (flags) =>
+  call((admin) =>
+    Effect.flatMap(
+      id(flags.user, UserId, WireErrors.UserNotFound),
+      (user_id) => admin.listUserBrokers({ path: { user_id } })
+    )
+  )).pipe(Command.withDescription("List a user's broker connections (never their credentials)"))
+
+const listIntents = Command.make("list-intents", {
+  user: userFlag,
+  mode: text("mode", "test or live"),
+  status: optional("status", "only intents in this status"),
+  symbol: optional("symbol", "only intents of this symbol"),
+  page: optional("page", "the page (from 1)"),
+  pageSize: optional("page-size", "intents per page (1 to 100)")
+}, (flags) =>
+  call((admin) =>
+    Effect.gen(function*() {
+      const user_id = yield* id(flags.user, UserId, WireErrors.UserNotFound)
+      const query = yield* decodeFlags(ListUserIntentsQuery, {
+        mode: flags.mode,
+        status: flags.status,
+        symbol: flags.symbol,
+        page: flags.page,
+        page_size: flags.pageSize
+      })
+      return yield* admin.listUserIntents({ path: { user_id }, urlParams: query })
+    })
+  )).pipe(Command.withDescription("List a user's intents in one mode, newest first"))
 
 const createLogin = Command.make("create-login", {
   user: userFlag,
@@ -270,17 +316,20 @@ const resend = Command.make("resend", { delivery: text("delivery", "the delivery
 export const subcommands = [
   createUser,
   getUser,
+  listUsers,
   createLogin,
   createKey,
   listKeys,
   revokeKey,
   createBroker,
+  listBrokers,
   replaceBrokerCredentials,
   createWebhook,
   listWebhooks,
   deleteWebhook,
   deliveries,
-  resend
+  resend,
+  listIntents
 ] as const
 
 /** `tir admin …`: the operator API, at ROUTER_URL with ADMIN_TOKEN. */

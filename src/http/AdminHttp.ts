@@ -3,7 +3,9 @@ import * as Effect from "effect/Effect"
 import { ApiKeyView, BrokerView, CreatedApiKey, CreatedLogin, CreatedWebhookEndpoint, WebhookEndpointView } from "../api/AdminApi.js"
 import { Api } from "../api/Api.js"
 import { Operators } from "../services/accounts/Operators.js"
+import { Intents } from "../services/intents/Intents.js"
 import { Logins } from "../services/logins/Logins.js"
+import { intentPage } from "./IntentsHttp.js"
 import { Webhooks } from "../services/webhooks/Webhooks.js"
 
 export const AdminHttpLive = HttpApiBuilder.group(Api, "admin", (handlers) =>
@@ -11,9 +13,18 @@ export const AdminHttpLive = HttpApiBuilder.group(Api, "admin", (handlers) =>
     const operators = yield* Operators
     const webhooks = yield* Webhooks
     const logins = yield* Logins
+    const intents = yield* Intents
     return handlers
       .handle("createUser", ({ payload }) => operators.createUser(payload))
       .handle("getUser", ({ path }) => operators.getUser(path.user_id))
+      .handle("listUsers", ({ urlParams }) => Effect.map(operators.listUsers(urlParams.limit ?? 100), (items) => ({ items })))
+      .handle("listUserBrokers", ({ path }) =>
+        Effect.map(operators.listAllBrokers(path.user_id), (brokers) => ({
+          items: brokers.map((broker) => new BrokerView(broker))
+        })))
+      .handle("listUserIntents", ({ path, urlParams }) =>
+        Effect.flatMap(operators.getUser(path.user_id), (user) =>
+          intentPage(intents, { userId: user.id, mode: urlParams.mode }, urlParams)))
       .handle("createLogin", ({ path, payload }) =>
         Effect.map(logins.createLogin(path.user_id, payload), (login) => new CreatedLogin(login)))
       .handle("createApiKey", ({ path, payload }) =>

@@ -42,6 +42,29 @@ for (const [name, server] of servers) {
           expect(bad.body).toMatchObject({ detail: "tier must be one of: free, pro, enterprise" })
         }))
 
+      it.effect("lists users newest first, a user's brokers (both modes) and a user's intents per mode", () =>
+        Effect.gen(function*() {
+          const { alpacaId, mockId, testKey, userId } = yield* signUp()
+          const newer = yield* signUp()
+          const users = yield* admin("GET", "/users?limit=2")
+          expect(users.status).toBe(200)
+          expect(users.body).toMatchObject({ items: [{ id: newer.userId }, { id: userId }] })
+          expect((yield* admin("GET", "/users?limit=0")).status).toBe(400)
+
+          const brokers = yield* admin("GET", `/users/${userId}/brokers`)
+          expect(brokers.body).toMatchObject({ items: [{ id: mockId, mode: "test" }, { id: alpacaId, mode: "live" }] })
+          expect(brokers.text).not.toContain("credentials")
+
+          const created = bodyOf(WithId, yield* send("POST", "/api/v1/intents", { key: testKey, json: marketOrder(mockId) }))
+          const test = yield* admin("GET", `/users/${userId}/intents?mode=test`)
+          expect(test.body).toMatchObject({ items: [{ id: created.id }], page: 1, page_size: 20, total_items: 1 })
+          expect((yield* admin("GET", `/users/${userId}/intents?mode=live`)).body).toMatchObject({ items: [], total_items: 0 })
+          expect((yield* admin("GET", `/users/${userId}/intents`)).status).toBe(400)
+          expect((yield* admin("GET", `/users/${newer.userId}/intents?mode=test`)).body).toMatchObject({ items: [] })
+          const missing = yield* admin("GET", "/users/00000000-0000-0000-0000-000000000000/brokers")
+          expect(missing.status).toBe(404)
+        }))
+
       it.effect("shows a key once, lists keys without it, and revocation takes effect at once", () =>
         Effect.gen(function*() {
           const { key, mockId, userId } = yield* signUp()

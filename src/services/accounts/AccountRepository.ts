@@ -72,6 +72,8 @@ export interface BrokerSecrets {
 export class AccountRepository extends Context.Tag("AccountRepository")<AccountRepository, {
   readonly createUser: (user: NewUser) => Effect.Effect<User>
   readonly findUser: (id: UserId) => Effect.Effect<Option.Option<User>>
+  /** Users, newest first, at most `limit`. */
+  readonly listUsers: (limit: number) => Effect.Effect<ReadonlyArray<User>>
   /** The user, renamed; none if there is no such user. */
   readonly renameUser: (id: UserId, name: string) => Effect.Effect<Option.Option<User>>
   readonly createApiKey: (key: NewApiKey) => Effect.Effect<ApiKey>

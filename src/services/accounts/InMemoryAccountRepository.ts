@@ -114,6 +114,11 @@ export const make = Effect.gen(function*() {
           Option.map((e) => e.key),
           Option.filter((key) => key.user_id === userId)
         )),
+    listUsers: (limit) =>
+      Effect.map(Ref.get(state), (s) =>
+        [...s.users.values()]
+          .sort((a, b) => DateTime.toEpochMillis(b.created_at) - DateTime.toEpochMillis(a.created_at) || (a.id < b.id ? 1 : -1))
+          .slice(0, limit)),
     renameUser: (id, name) =>
       Ref.modify(state, (s): [Option.Option<User>, State] => {
         const user = s.users.get(id)

@@ -197,6 +197,14 @@ export class Operators extends Effect.Service<Operators>()("Operators", {
         yield* keyCache.invalidate(keyId)
       }),
       listBrokers: (owner: Owner) => accounts.listBrokers(owner),
+      listUsers: (limit: number) => accounts.listUsers(limit),
+      /** The user's connected brokers, test mode's first. */
+      listAllBrokers: (userId: UserId) =>
+        Effect.flatMap(requireUser(userId), (user) =>
+          Effect.map(
+            Effect.all([accounts.listBrokers({ userId: user.id, mode: "test" }), accounts.listBrokers({ userId: user.id, mode: "live" })]),
+            ([test, live]) => [...test, ...live]
+          )),
       /** Disconnects one of the user's connections: its intents keep their history, new ones naming it get 404. */
       disconnectBroker: Effect.fn("Operators.disconnectBroker")(function*(userId: UserId, brokerId: BrokerId) {
         if (!(yield* accounts.disconnectBroker(userId, brokerId, yield* DateTime.now))) return yield* new BrokerNotFound()

@@ -224,6 +224,11 @@ export const make = Effect.gen(function*() {
     execute: ({ id, user_id }) =>
       sql`SELECT ${sql.literal(apiKeyColumns)} FROM api_keys WHERE id = ${id} AND user_id = ${user_id}`
   })
+  const selectUsers = SqlSchema.findAll({
+    Request: Schema.Int,
+    Result: UserRow,
+    execute: (limit) => sql`SELECT * FROM users ORDER BY created_at DESC, id DESC LIMIT ${limit}`
+  })
   const updateUserName = SqlSchema.findOne({
     Request: Schema.Struct({ id: UserId, name: Schema.String }),
     Result: UserRow,
@@ -314,6 +319,10 @@ export const make = Effect.gen(function*() {
 
     findApiKey: Effect.fn("AccountRepository.findApiKey")(function*(userId: UserId, id: ApiKeyId) {
       return Option.map(yield* selectApiKey({ user_id: userId, id }), toApiKey)
+    }, orDie),
+
+    listUsers: Effect.fn("AccountRepository.listUsers")(function*(limit: number) {
+      return (yield* selectUsers(limit)).map(toUser)
     }, orDie),
 
     renameUser: Effect.fn("AccountRepository.renameUser")(function*(id: UserId, name: string) {
