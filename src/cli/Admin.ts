@@ -2,6 +2,7 @@ import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as ValidationError from "@effect/cli/ValidationError"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as HttpClientError from "@effect/platform/HttpClientError"
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -94,12 +95,12 @@ const call = <E>(run: (admin: Operator) => Effect.Effect<unknown, E>) =>
 /** The client's failures as one line, exit 1: the API's `detail`, or the network's cause. */
 export const describe = (error: unknown, baseUrl: string): CliFailure => {
   if (error instanceof CliFailure) return error
+  if (HttpClientError.isHttpClientError(error)) {
+    return error._tag === "RequestError"
+      ? unreachable(baseUrl, error.cause)
+      : failure(`${error.request.url}: unexpected answer (HTTP ${error.response.status})`)
+  }
   if (typeof error === "object" && error !== null && "_tag" in error) {
-    if (error._tag === "RequestError" && "cause" in error) return unreachable(baseUrl, error.cause)
-    if (error._tag === "ResponseError" && "response" in error) {
-      const response = error.response as { readonly status: number; readonly request: { readonly url: string } }
-      return failure(`${response.request.url}: unexpected answer (HTTP ${response.status})`)
-    }
     // The flags have been decoded here already: a refusal by the API (even a 400, a rule across
     // fields) is its answer, not a usage error.
     if ("detail" in error && typeof error.detail === "string") return failure(error.detail)

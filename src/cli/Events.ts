@@ -2,12 +2,16 @@ import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as ValidationError from "@effect/cli/ValidationError"
+import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import { identity } from "effect/Function"
 import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import * as Crypto from "node:crypto"
 import { IntentEvent } from "../domain/Event.js"
 import { IntentId } from "../domain/Ids.js"
@@ -72,53 +76,70 @@ const list = Command.make("list", {
     yield* printJson(yield* call("GET", `/api/v1/events?${query}`))
   })).pipe(Command.withDescription("One page of the event feed, as JSON"))
 
-const decodeEvent = Schema.decodeUnknownSync(Schema.parseJson(IntentEvent))
+const decodeEvent = Schema.decodeUnknown(Schema.parseJson(IntentEvent))
 
 /** POSTs one event to `url` as a webhook delivery: the same body, headers and signature. */
-const forward = async (url: string, secret: string, body: string, eventId: string) => {
-  const timestamp = Math.floor(Date.now() / 1000)
-  const answer = await fetch(url, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      "sr-signature": sign(secret, timestamp, body),
-      "sr-timestamp": String(timestamp),
-      "sr-event-id": eventId
-    },
-    body,
-    signal: AbortSignal.timeout(10_000)
-  }).then((response) => String(response.status), (error: unknown) => `not delivered (${String(error)})`)
-  console.log(`  -> ${url}: ${answer}`)
+const forward = (url: string, secret: string, body: string, eventId: string) =>
+  Effect.gen(function*() {
+    const timestamp = Math.floor((yield* Clock.currentTimeMillis) / 1000)
+    const answer = yield* Effect.tryPromise({
+      try: (signal) =>
+        fetch(url, {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            "sr-signature": sign(secret, timestamp, body),
+            "sr-timestamp": String(timestamp),
+            "sr-event-id": eventId
+          },
+          body,
+          signal: AbortSignal.any([signal, AbortSignal.timeout(10_000)])
+        }),
+      catch: (error) => `not delivered (${String(error)})`
+    }).pipe(Effect.map((response) => String(response.status)), Effect.merge)
+    yield* Console.log(`  -> ${url}: ${answer}`)
+  })
+
+/** One Server-Sent Event as its `id:` and `data:` fields. */
+interface Frame {
+  readonly id?: string | undefined
+  readonly data?: string | undefined
+}
+
+const noFrame: Frame = {}
+
+/** Adds one line of the stream to the frame being read; a blank line ends the frame. */
+const readLine = (frame: Frame, line: string): [Frame, Option.Option<Frame>] => {
+  if (line === "") return [{}, Option.some(frame)]
+  if (line.startsWith("id: ")) return [{ ...frame, id: line.slice(4) }, Option.none()]
+  if (line.startsWith("data: ")) return [{ ...frame, data: line.slice(6) }, Option.none()]
+  return [frame, Option.none()]
 }
 
 /** Reads one connection of the stream to its end; the cursor of the last event seen. */
-const follow = async (body: ReadableStream<Uint8Array>, cursor: string | undefined, target: string | undefined, secret: string) => {
-  const decoder = new TextDecoder()
-  let buffer = ""
-  try {
-    for await (const chunk of body) {
-      buffer += decoder.decode(chunk, { stream: true })
-      let end = buffer.indexOf("\n\n")
-      while (end !== -1) {
-        const block = buffer.slice(0, end)
-        buffer = buffer.slice(end + 2)
-        end = buffer.indexOf("\n\n")
-        const id = /^id: (.*)$/m.exec(block)?.[1]
-        const data = /^data: (.*)$/m.exec(block)?.[1]
-        if (id === undefined || data === undefined) continue
-        const event = decodeEvent(data)
-        console.log(
-          `${event.created_at.toJSON()}  ${event.type.padEnd(23)} ${event.data.intent_id} (${event.data.id}) ${event.data.status}`
-        )
-        if (target !== undefined) await forward(target, secret, data, event.id)
-        cursor = id
-      }
-    }
-  } catch {
-    // The connection broke: reconnect after the last event seen.
-  }
-  return cursor
-}
+const follow = (body: ReadableStream<Uint8Array>, from: string | undefined, target: string | undefined, secret: string) =>
+  Effect.gen(function*() {
+    const cursor = yield* Ref.make(from)
+    yield* Stream.fromReadableStream(() => body, identity).pipe(
+      Stream.decodeText(),
+      Stream.splitLines,
+      Stream.mapAccum(noFrame, readLine),
+      Stream.filterMap(identity),
+      Stream.runForEach(({ data, id }) =>
+        id === undefined || data === undefined ? Effect.void : Effect.gen(function*() {
+          const event = yield* decodeEvent(data)
+          yield* Console.log(
+            `${event.created_at.toJSON()}  ${event.type.padEnd(23)} ${event.data.intent_id} (${event.data.id}) ${event.data.status}`
+          )
+          if (target !== undefined) yield* forward(target, secret, data, event.id)
+          yield* Ref.set(cursor, id)
+        })
+      ),
+      // The connection broke: the caller reconnects after the last event seen.
+      Effect.ignore
+    )
+    return yield* Ref.get(cursor)
+  })
 
 const listen = Command.make("listen", {
   after: optional("after", "CURSOR", "the cursor to start after (else from now on)"),
@@ -155,7 +176,7 @@ const listen = Command.make("listen", {
         delay = 250
         const body = response.body
         const from = cursor
-        cursor = yield* Effect.promise(() => follow(body, from, target, secret))
+        cursor = yield* follow(body, from, target, secret)
       }
       yield* Effect.sleep(Duration.millis(delay))
       delay = Math.min(delay * 2, 10_000)
