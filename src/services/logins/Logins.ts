@@ -15,6 +15,9 @@ import * as Passwords from "./Passwords.js"
 /** A session ends after this long without use. */
 export const SESSION_IDLE = Duration.days(14)
 
+/** How often a session's last use is written. */
+const TOUCH_EVERY_MS = 60_000
+
 /** Failed logins are counted in fixed windows of this length. */
 const FAILURE_WINDOW_MS = 15 * 60 * 1000
 /** Failed logins per window before 429s: per email, per address, and per trusted browser. */
@@ -131,7 +134,10 @@ export class Logins extends Effect.Service<Logins>()("Logins", {
     const authenticate = Effect.fn("Logins.authenticate")(function*(token: string) {
       const now = yield* DateTime.now
       const found = yield* logins.findSession(sha256(token), DateTime.subtractDuration(now, SESSION_IDLE))
-      if (Option.isSome(found)) yield* logins.touchSession(found.value.id, now)
+      // Idle expiry counts in days: the last use is written at most once a minute, not per request.
+      if (Option.isSome(found) && DateTime.distance(found.value.last_seen_at, now) >= TOUCH_EVERY_MS) {
+        yield* logins.touchSession(found.value.id, now)
+      }
       return found
     })
 
