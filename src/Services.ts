@@ -8,6 +8,7 @@ import { Operators } from "./services/accounts/Operators.js"
 import * as AlpacaConfig from "./services/brokers/alpaca/AlpacaConfig.js"
 import type { AlpacaOptions } from "./services/brokers/alpaca/AlpacaConfig.js"
 import { BrokerGateway } from "./services/brokers/BrokerGateway.js"
+import { MockMarket } from "./services/brokers/mock/MockMarket.js"
 import { CredentialsCipher } from "./services/CredentialsCipher.js"
 import { Health } from "./services/Health.js"
 import { IdGenerator } from "./services/IdGenerator.js"
@@ -70,7 +71,8 @@ export const ports = (options: ServiceOptions) =>
       Layer.provide(NodeHttpClient.layerUndici)
     ),
     Health.layerSql,
-    QueueStats.layerSql
+    QueueStats.layerSql,
+    MockMarket.layerSql.pipe(Layer.provide(RoutingRepository.layerSql))
   ).pipe(
     // The limiter counts API keys' requests and, shared by every instance, each Alpaca account's calls.
     Layer.provideMerge(
@@ -94,7 +96,8 @@ export const portsInMemory = (options: ServiceOptions) =>
       Layer.provide(NodeHttpClient.layerUndici)
     ),
     Health.layerInMemory,
-    QueueStats.layerInMemory
+    QueueStats.layerInMemory,
+    MockMarket.layerInMemory
   ).pipe(
     Layer.provideMerge(
       Layer.mergeAll(AccountRepository.layerInMemory, CredentialsCipher.layer(options.credentialsKey), RateLimiter.layerInMemory)

@@ -9,6 +9,7 @@ import { HealthApi } from "./HealthApi.js"
 import { IntentsApi } from "./IntentsApi.js"
 import { WebhookEvent, WebhookTestEvent } from "./OpenApiDocs.js"
 import { completeDocument, dropDecodeError } from "./OpenApiPatch.js"
+import { TestHelpersApi } from "./TestHelpersApi.js"
 
 const complete = completeDocument(EventType.literals)
 
@@ -16,6 +17,7 @@ const complete = completeDocument(EventType.literals)
 export class Api extends HttpApi.make("trade-intent-router")
   .add(IntentsApi)
   .add(EventsApi)
+  .add(TestHelpersApi)
   .add(AdminApi)
   .add(DashboardLoginApi)
   .add(DashboardAppApi)

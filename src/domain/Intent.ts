@@ -132,7 +132,8 @@ const decimalPlaces = (n: number): number => {
   return Math.max(0, fraction - Number(exponent ?? 0))
 }
 
-const amountProblem = (field: string, value: number): string | undefined =>
+/** Why a quantity or price breaks the rules (not above 0, too large, over 9 decimal places); none if it holds. */
+export const amountProblem = (field: string, value: number): string | undefined =>
   value <= 0
     ? `${field} must be greater than 0`
     : value >= MAX_AMOUNT

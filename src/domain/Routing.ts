@@ -1,4 +1,6 @@
 import * as DateTime from "effect/DateTime"
+import * as Option from "effect/Option"
+import { IntentId } from "./Ids.js"
 import { finalStatuses, type IntentStatus, type OrderStatus } from "./Intent.js"
 
 /** Routing work on an intent: submit its order, cancel it, or bring its status up to date. */
@@ -146,5 +148,15 @@ export const eventType = (status: IntentStatus) => `intent.${status === "pending
 /** The status_reason of an intent the client canceled. */
 export const CANCELED_BY_CLIENT = "Canceled by the client"
 
+const CLIENT_ORDER_PREFIX = "tir-"
+
 /** The client order id of an intent's order: one intent, one order, whatever is retried. */
-export const clientOrderId = (intentId: string) => `tir-${intentId}`
+export const clientOrderId = (intentId: string) => `${CLIENT_ORDER_PREFIX}${intentId}`
+
+/** The intent an order belongs to, from the client order id routing gave it; none for other orders. */
+export const intentOfOrder = (clientOrderId: string): Option.Option<IntentId> =>
+  clientOrderId.startsWith(CLIENT_ORDER_PREFIX)
+    ? Option.liftPredicate(clientOrderId.slice(CLIENT_ORDER_PREFIX.length), (id) => /^[0-9a-f-]{36}$/.test(id)).pipe(
+      Option.map(IntentId.make)
+    )
+    : Option.none()

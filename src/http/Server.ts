@@ -16,12 +16,14 @@ import { HealthHttpLive } from "./HealthHttp.js"
 import { EventsHttpLive } from "./EventsHttp.js"
 import { IntentsHttpLive } from "./IntentsHttp.js"
 import * as MetricsHttp from "./MetricsHttp.js"
+import { TestHelpersHttpLive } from "./TestHelpersHttp.js"
 
 /** The API definition with its handlers. */
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([
     IntentsHttpLive,
     EventsHttpLive,
+    TestHelpersHttpLive,
     AdminHttpLive,
     DashboardLoginHttpLive,
     DashboardHttpLive,

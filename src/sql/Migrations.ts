@@ -14,6 +14,7 @@ import BrokerEnvironments from "./migrations/0009_broker_environments.js"
 import EventFeed from "./migrations/0010_event_feed.js"
 import DashboardLogins from "./migrations/0011_dashboard_logins.js"
 import WebhookTestEvents from "./migrations/0012_webhook_test_events.js"
+import MockPrices from "./migrations/0013_mock_prices.js"
 
 /** Every migration, statically imported so that a bundled build finds them. */
 export const loader = Migrator.fromRecord({
@@ -28,7 +29,8 @@ export const loader = Migrator.fromRecord({
   "0009_broker_environments": BrokerEnvironments,
   "0010_event_feed": EventFeed,
   "0011_dashboard_logins": DashboardLogins,
-  "0012_webhook_test_events": WebhookTestEvents
+  "0012_webhook_test_events": WebhookTestEvents,
+  "0013_mock_prices": MockPrices
 })
 
 export const run = Migrator.make({})({ loader })

@@ -6,8 +6,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
-import { IntentId } from "../domain/Ids.js"
-import { CANCELED_BY_CLIENT, isFinal } from "../domain/Routing.js"
+import { CANCELED_BY_CLIENT, intentOfOrder, isFinal } from "../domain/Routing.js"
 import { AccountRepository } from "../services/accounts/AccountRepository.js"
 import { BrokerGateway, type BrokerOrder, type Connection } from "../services/brokers/BrokerGateway.js"
 import { IdGenerator } from "../services/IdGenerator.js"
@@ -22,16 +21,6 @@ export interface StreamOptions {
 }
 
 const EPSILON = 1e-9
-const PREFIX = "tir-"
-
-/** The intent an order belongs to, from the client order id routing gave it; none for other orders. */
-const intentOf = (clientOrderId: string): Option.Option<IntentId> =>
-  clientOrderId.startsWith(PREFIX)
-    ? Option.liftPredicate(clientOrderId.slice(PREFIX.length), (id) => /^[0-9a-f-]{36}$/.test(id)).pipe(
-      Option.map(IntentId.make)
-    )
-    : Option.none()
-
 /**
  * The update streams of the brokers that push them (Alpaca's `trade_updates`). Every active
  * connection of such a broker has one stream across all instances: a lease row decides which
@@ -54,7 +43,7 @@ export const make = (options: StreamOptions = {}) =>
     /** Records one word of the broker about an order, then asks for the executions it shows were missed. */
     const apply = (connection: Connection, order: BrokerOrder) =>
       Effect.gen(function*() {
-        const intentId = intentOf(order.clientOrderId)
+        const intentId = intentOfOrder(order.clientOrderId)
         if (Option.isNone(intentId)) return
         // An order open with nothing filled says only that it exists, which the submission records
         // (or, its answer lost, the lookup that follows): only words that change something are kept.

@@ -11,7 +11,7 @@ import { BrokerRejected } from "../../domain/Broker.js"
 import * as AlpacaBroker from "./alpaca/AlpacaBroker.js"
 import type { AlpacaOptions } from "./alpaca/AlpacaConfig.js"
 import type { BrokerGateway } from "./BrokerGateway.js"
-import * as MockBroker from "./MockBroker.js"
+import * as MockBroker from "./mock/MockBroker.js"
 
 export interface BrokersOptions {
   readonly alpaca: AlpacaOptions

@@ -1,0 +1,183 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
+import type * as DateTime from "effect/DateTime"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { BrokerId, UserId } from "../../../domain/Ids.js"
+import { OrderStatus, OrderType, Side, TimeInForce } from "../../../domain/Intent.js"
+import { REFERENCE_PRICE, type RestingOrder, statusAt } from "../../../domain/MockExchange.js"
+import type { BrokerOrder } from "../BrokerGateway.js"
+
+const Timestamp = Schema.DateTimeUtcFromDate
+const Decimal = Schema.NumberFromString
+
+/**
+ * A row of `mock_broker_orders`. The order's own columns are null on orders placed before the
+ * book kept them: those never react to a price.
+ */
+const Row = Schema.Struct({
+  client_order_id: Schema.String,
+  broker_order_id: Schema.String,
+  connection_id: BrokerId,
+  time_in_force: TimeInForce,
+  status: OrderStatus,
+  reason: Schema.NullOr(Schema.String),
+  filled_quantity: Decimal,
+  placed_at: Timestamp,
+  updated_at: Timestamp,
+  symbol: Schema.NullOr(Schema.String),
+  side: Schema.NullOr(Side),
+  order_type: Schema.NullOr(OrderType),
+  quantity: Schema.NullOr(Decimal),
+  limit_price: Schema.NullOr(Decimal),
+  stop_price: Schema.NullOr(Decimal),
+  triggered: Schema.Boolean,
+  fill_price: Schema.NullOr(Decimal),
+  filled_at: Schema.NullOr(Timestamp)
+})
+export type BookOrder = typeof Row.Type
+
+const decimals: ReadonlySet<string> = new Set(["filled_quantity", "quantity", "limit_price", "stop_price", "fill_price"])
+
+/** Numeric columns as text, so that both drivers hand them over alike. */
+const columns = (prefix: string) =>
+  Object.keys(Row.fields).map((column) => decimals.has(column) ? `${prefix}${column}::text AS ${column}` : `${prefix}${column}`).join(", ")
+
+/** The order as the broker reports it at `now`: its one fill at the price it filled at. */
+export const toBrokerOrder = (row: BookOrder, now: DateTime.Utc): BrokerOrder => ({
+  brokerOrderId: row.broker_order_id,
+  clientOrderId: row.client_order_id,
+  status: statusAt({ status: row.status, time_in_force: row.time_in_force, placedAt: row.placed_at }, now),
+  reason: row.reason ?? undefined,
+  fills: row.filled_quantity > 0
+    ? [{
+      id: `${row.broker_order_id}-1`,
+      quantity: row.filled_quantity,
+      price: row.fill_price ?? REFERENCE_PRICE,
+      filledAt: row.filled_at ?? row.placed_at
+    }]
+    : []
+})
+
+/** The order as a price move sees it; none for an order placed before the book kept its columns. */
+export const toResting = (row: BookOrder): Option.Option<RestingOrder> =>
+  row.symbol === null || row.side === null || row.order_type === null || row.quantity === null
+    ? Option.none()
+    : Option.some({
+      spec: {
+        symbol: row.symbol,
+        side: row.side,
+        order_type: row.order_type,
+        quantity: row.quantity,
+        limit_price: row.limit_price,
+        stop_price: row.stop_price
+      },
+      triggered: row.triggered,
+      filled: row.filled_quantity
+    })
+
+const PriceRow = Schema.Struct({ symbol: Schema.String, price: Decimal, updated_at: Timestamp })
+export type MockPriceRow = typeof PriceRow.Type
+
+/**
+ * The mock broker's book and prices in the database, shared by every instance: orders keyed by
+ * client order id, prices by user and symbol.
+ */
+export const make = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const all = sql.literal(columns(""))
+
+  const priceFor = SqlSchema.findOne({
+    Request: Schema.Struct({ connectionId: BrokerId, symbol: Schema.String }),
+    Result: Schema.Struct({ price: Decimal }),
+    execute: ({ connectionId, symbol }) =>
+      sql`SELECT p.price::text AS price FROM mock_prices p JOIN broker_connections c ON c.user_id = p.user_id
+          WHERE c.id = ${connectionId} AND p.symbol = ${symbol}`
+  })
+
+  const setPrice = SqlSchema.single({
+    Request: Schema.Struct({ user_id: UserId, symbol: Schema.String, price: Schema.Number, updated_at: Timestamp }),
+    Result: PriceRow,
+    execute: (price) =>
+      sql`INSERT INTO mock_prices ${sql.insert(price)}
+          ON CONFLICT (user_id, symbol) DO UPDATE SET price = EXCLUDED.price, updated_at = EXCLUDED.updated_at
+          RETURNING symbol, price::text AS price, updated_at`
+  })
+
+  const listPrices = SqlSchema.findAll({
+    Request: UserId,
+    Result: PriceRow,
+    execute: (userId) =>
+      sql`SELECT symbol, price::text AS price, updated_at FROM mock_prices WHERE user_id = ${userId} ORDER BY symbol`
+  })
+
+  const select = SqlSchema.findOne({
+    Request: Schema.String,
+    Result: Row,
+    execute: (clientOrderId) => sql`SELECT ${all} FROM mock_broker_orders WHERE client_order_id = ${clientOrderId}`
+  })
+
+  /** Places an order once: a submission again of the same client order id only counts, and returns the order placed. */
+  const place = SqlSchema.single({
+    Request: Row,
+    Result: Row,
+    execute: (order) =>
+      sql`INSERT INTO mock_broker_orders ${sql.insert(order)}
+          ON CONFLICT (client_order_id) DO UPDATE SET submissions = mock_broker_orders.submissions + 1
+          RETURNING ${all}`
+  })
+
+  const cancel = SqlSchema.void({
+    Request: Row.pick("client_order_id", "updated_at"),
+    execute: ({ client_order_id, updated_at }) =>
+      sql`UPDATE mock_broker_orders SET status = 'canceled', updated_at = ${updated_at}
+          WHERE client_order_id = ${client_order_id} AND status IN ('new', 'partially_filled')`
+  })
+
+  /** A user's open orders of a symbol, locked until the transaction ends. */
+  const openOrders = SqlSchema.findAll({
+    Request: Schema.Struct({ userId: UserId, symbol: Schema.String }),
+    Result: Row,
+    execute: ({ symbol, userId }) =>
+      sql`SELECT ${sql.literal(columns("o."))} FROM mock_broker_orders o
+          JOIN broker_connections c ON c.id = o.connection_id
+          WHERE c.user_id = ${userId} AND o.symbol = ${symbol} AND o.status IN ('new', 'partially_filled')
+          ORDER BY o.placed_at, o.client_order_id
+          FOR UPDATE OF o`
+  })
+
+  const fill = SqlSchema.single({
+    Request: Row.pick("client_order_id", "filled_quantity", "fill_price", "updated_at"),
+    Result: Row,
+    execute: (order) =>
+      sql`UPDATE mock_broker_orders
+          SET status = 'filled', triggered = (stop_price IS NOT NULL), filled_quantity = ${order.filled_quantity},
+              fill_price = ${order.fill_price}, filled_at = ${order.updated_at}, updated_at = ${order.updated_at}
+          WHERE client_order_id = ${order.client_order_id}
+          RETURNING ${all}`
+  })
+
+  const trigger = SqlSchema.void({
+    Request: Row.pick("client_order_id", "updated_at"),
+    execute: (order) =>
+      sql`UPDATE mock_broker_orders SET triggered = true, updated_at = ${order.updated_at}
+          WHERE client_order_id = ${order.client_order_id}`
+  })
+
+  return {
+    sql,
+    priceFor: (connectionId: BrokerId, symbol: string) =>
+      Effect.map(priceFor({ connectionId, symbol }), Option.map(({ price }) => price)),
+    setPrice,
+    listPrices,
+    select,
+    place,
+    cancel,
+    openOrders,
+    fill,
+    trigger
+  }
+})
+
+export type MockBook = Effect.Effect.Success<typeof make>

@@ -1,0 +1,104 @@
+import * as Context from "effect/Context"
+import * as DateTime from "effect/DateTime"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
+import { Unprocessable } from "../../../domain/Errors.js"
+import type { UserId } from "../../../domain/Ids.js"
+import { amountProblem } from "../../../domain/Intent.js"
+import { onPrice, statusAt } from "../../../domain/MockExchange.js"
+import { MockPrice, type SetMockPricePayload } from "../../../domain/MockPrice.js"
+import { intentOfOrder, isFinal } from "../../../domain/Routing.js"
+import { orDie } from "../../../sql/Defects.js"
+import { RoutingRepository } from "../../routing/RoutingRepository.js"
+import * as MockBook from "./MockBook.js"
+
+const validate = (payload: SetMockPricePayload) => {
+  const problem = amountProblem("price", payload.price)
+  return problem === undefined ? Effect.void : Effect.fail(new Unprocessable({ detail: problem }))
+}
+
+const toPrice = (row: MockBook.MockPriceRow) => new MockPrice({ symbol: row.symbol, price: row.price, updated_at: row.updated_at })
+
+/**
+ * The test helper over the mock broker's market: each user's price per symbol (100 unless set).
+ * Setting a price acts on the user's resting orders of that symbol as a broker would: a limit the
+ * price reaches fills at that price, a stop it reaches triggers. The book, the intents, their
+ * fills and events change in one transaction, before the answer.
+ */
+export class MockMarket extends Context.Tag("MockMarket")<MockMarket, {
+  readonly setPrice: (userId: UserId, payload: SetMockPricePayload) => Effect.Effect<MockPrice, Unprocessable>
+  readonly prices: (userId: UserId) => Effect.Effect<ReadonlyArray<MockPrice>>
+}>() {
+  /** On the `SqlClient` in context, where the mock broker keeps its book. */
+  static readonly layerSql = Layer.effect(
+    this,
+    Effect.gen(function*() {
+      const book = yield* MockBook.make
+      const routing = yield* RoutingRepository
+
+      /** Moves one resting order; a fill reaches its intent as the broker's word about the order. */
+      const move = (row: MockBook.BookOrder, price: number, now: DateTime.Utc) =>
+        Effect.gen(function*() {
+          const resting = MockBook.toResting(row)
+          if (Option.isNone(resting)) return
+          if (statusAt({ status: row.status, time_in_force: row.time_in_force, placedAt: row.placed_at }, now) === "expired") return
+          const outcome = onPrice(resting.value, price)
+          if (outcome._tag === "Unchanged") return
+          if (outcome._tag === "Triggered") return yield* book.trigger({ client_order_id: row.client_order_id, updated_at: now })
+          const filled = yield* book.fill({
+            client_order_id: row.client_order_id,
+            filled_quantity: outcome.quantity,
+            fill_price: price,
+            updated_at: now
+          })
+          const intentId = intentOfOrder(row.client_order_id)
+          if (Option.isNone(intentId)) return
+          const context = yield* routing.context(intentId.value)
+          if (Option.isNone(context) || context.value.connection.id !== row.connection_id || isFinal(context.value.status)) return
+          yield* routing.record(intentId.value, MockBook.toBrokerOrder(filled, now))
+        })
+
+      return {
+        setPrice: Effect.fn("MockMarket.setPrice")(function*(userId: UserId, payload: SetMockPricePayload) {
+          yield* validate(payload)
+          const now = yield* DateTime.now
+          return yield* Effect.gen(function*() {
+            const saved = yield* book.setPrice({ user_id: userId, symbol: payload.symbol, price: payload.price, updated_at: now })
+            const open = yield* book.openOrders({ userId, symbol: payload.symbol })
+            yield* Effect.forEach(open, (row) => move(row, saved.price, now), { discard: true })
+            return toPrice(saved)
+          }).pipe(book.sql.withTransaction, orDie)
+        }),
+        prices: Effect.fn("MockMarket.prices")(function*(userId: UserId) {
+          return (yield* book.listPrices(userId)).map(toPrice)
+        }, orDie)
+      }
+    })
+  )
+
+  /** Prices only, for the in-memory ports: without a database there is no mock book to act on. */
+  static readonly layerInMemory = Layer.effect(
+    this,
+    Effect.gen(function*() {
+      const store = yield* Ref.make(new Map<string, MockPrice>())
+      const key = (userId: UserId, symbol: string) => `${userId}/${symbol}`
+      return {
+        setPrice: (userId, payload) =>
+          Effect.gen(function*() {
+            yield* validate(payload)
+            const price = new MockPrice({ symbol: payload.symbol, price: payload.price, updated_at: yield* DateTime.now })
+            yield* Ref.update(store, (prices) => new Map(prices).set(key(userId, payload.symbol), price))
+            return price
+          }),
+        prices: (userId) =>
+          Effect.map(Ref.get(store), (prices) =>
+            [...prices.entries()]
+              .filter(([k]) => k.startsWith(`${userId}/`))
+              .map(([, price]) => price)
+              .sort((a, b) => a.symbol < b.symbol ? -1 : a.symbol > b.symbol ? 1 : 0))
+      }
+    })
+  )
+}
