@@ -173,6 +173,25 @@ export const make = (options: WebhookOptions) =>
         })
       })
 
+    /** One line per attempt, once recorded: delivered, retried (and when), given up, or its endpoint gone. */
+    const logOutcome = (result: AttemptResult) => {
+      const fields = { status_code: result.statusCode, duration_ms: result.durationMs }
+      switch (result.next._tag) {
+        case "succeeded":
+          return Effect.logInfo("webhook delivered").pipe(Effect.annotateLogs(fields))
+        case "retry":
+          return Effect.logInfo("webhook delivery failed; will retry").pipe(
+            Effect.annotateLogs({ ...fields, error: result.error, retry_at: DateTime.formatIso(result.next.at) })
+          )
+        case "failed":
+          return Effect.logWarning("webhook delivery failed; no retries left").pipe(
+            Effect.annotateLogs({ ...fields, error: result.error })
+          )
+        case "gone":
+          return Effect.logWarning("webhook endpoint answered 410 Gone; it is disabled").pipe(Effect.annotateLogs(fields))
+      }
+    }
+
     // Endpoints that just answered 410 while the disabling is being recorded: a delivery to one of
     // them claimed meanwhile is not sent, but handed back (the disabling fails it).
     const disabling = yield* Ref.make(HashSet.empty<DueDelivery["endpointId"]>())
@@ -189,14 +208,10 @@ export const make = (options: WebhookOptions) =>
         const durationMs = (yield* Clock.currentTimeMillis) - started
         const at = yield* DateTime.now
         const result: AttemptResult = { at, durationMs, ...answer, next: yield* next(delivery, answer, at) }
-        if (result.next._tag !== "succeeded") {
-          yield* Effect.logInfo("webhook delivery attempt failed").pipe(
-            Effect.annotateLogs({ status_code: answer.statusCode, error: answer.error, next: result.next._tag })
-          )
-        }
         yield* repository.complete(delivery, result).pipe(
           Effect.ensuring(gone ? Ref.update(disabling, HashSet.remove(delivery.endpointId)) : Effect.void)
         )
+        yield* logOutcome(result)
       }).pipe(
         Effect.withSpan("WebhookWorker.deliver", { attributes: { delivery_id: delivery.id, event_id: delivery.eventId } }),
         Effect.annotateLogs({ delivery_id: delivery.id, event_id: delivery.eventId, endpoint_id: delivery.endpointId })

@@ -9,6 +9,7 @@ import type { IntentStatus, OrderSpec } from "../../domain/Intent.js"
 import type { JobKind, Transition } from "../../domain/Routing.js"
 import type { BrokerOrder, Connection } from "../brokers/BrokerGateway.js"
 import * as SqlRoutingRepository from "./SqlRoutingRepository.js"
+import * as TransitionLog from "./TransitionLog.js"
 
 /**
  * A claimed unit of routing work. `claims` counts how often it was claimed: more than 1 means an
@@ -93,6 +94,6 @@ export class RoutingRepository extends Context.Tag("RoutingRepository")<RoutingR
   readonly openOrders: (connectionId: BrokerId) => Effect.Effect<ReadonlyArray<OpenOrder>>
 }>() {
   // The implementations import this Tag as a type only, so the Layers may name them directly.
-  /** On the `SqlClient` in context. */
-  static readonly layerSql = Layer.effect(this, SqlRoutingRepository.make)
+  /** On the `SqlClient` in context; each status change it commits is logged. */
+  static readonly layerSql = Layer.effect(this, Effect.map(SqlRoutingRepository.make, TransitionLog.logged))
 }

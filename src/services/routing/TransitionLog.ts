@@ -1,0 +1,30 @@
+import * as Effect from "effect/Effect"
+import type { IntentId } from "../../domain/Ids.js"
+import type { Transition } from "../../domain/Routing.js"
+import type { RoutingRepository } from "./RoutingRepository.js"
+
+/** One line per status change, once written: `intent filled`, with the intent, its reason and the quantity filled. */
+const logChange = (intentId: IntentId) => (transition: Transition) =>
+  transition.changed
+    ? Effect.logInfo(`intent ${transition.status}`).pipe(
+      Effect.annotateLogs({
+        intent_id: intentId,
+        status: transition.status,
+        status_reason: transition.reason,
+        filled: transition.filled
+      })
+    )
+    : Effect.void
+
+/**
+ * The repository with every status change it writes logged, whichever path made it (a worker, a
+ * broker's stream, a cancel, a test price): the one place all transitions pass through.
+ */
+export const logged = (repository: RoutingRepository["Type"]): RoutingRepository["Type"] => ({
+  ...repository,
+  record: (intentId, order, done) => Effect.tap(repository.record(intentId, order, done), logChange(intentId)),
+  fail: (intentId, reason, done) => Effect.tap(repository.fail(intentId, reason, done), logChange(intentId)),
+  cancelLocally: (intentId, reason, done) =>
+    Effect.tap(repository.cancelLocally(intentId, reason, done), logChange(intentId)),
+  reject: (intentId, reason, done) => Effect.tap(repository.reject(intentId, reason, done), logChange(intentId))
+})
