@@ -41,3 +41,20 @@ export const monthlyPeriod = (now: DateTime.Utc) => {
     retryAfter: Math.max(1, Math.ceil((next - date.getTime()) / 1000))
   }
 }
+
+/** The most requests one instance takes from a key's shared count at once. */
+const MAX_LEASE = 1_000
+
+/**
+ * How many requests an instance takes at once from a key's shared per-minute count (`counted` so
+ * far, as it last saw it): 2% of the limit, at most a quarter of what is left and at most 1,000,
+ * and at least 1. A free key (60 a minute) is counted one request at a time, exactly; a key
+ * allowed thousands a minute costs one round trip per lease, not per request. What a lease leaves
+ * unused on an instance the key stops reaching is refused elsewhere until the window ends: at most
+ * one lease per other instance, never more than the limit admitted in all.
+ */
+export const leaseSize = (limit: number, counted: number) =>
+  Math.max(1, Math.min(MAX_LEASE, Math.floor(limit / 50), Math.floor((limit - counted) / 4)))
+
+/** What a lease of `size` got, the shared count being `total` once bumped by it: none once the limit is reached. */
+export const granted = (limit: number, size: number, total: number) => Math.max(0, Math.min(size, limit - (total - size)))

@@ -6,7 +6,9 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as TestClock from "effect/TestClock"
 import * as Crypto from "node:crypto"
+import { leaseSize } from "../../src/domain/Limits.js"
 import { RateLimiter } from "../../src/services/RateLimiter.js"
+import * as SqlRateLimiter from "../../src/services/SqlRateLimiter.js"
 import * as Database from "../../src/sql/Database.js"
 import * as Postgres from "../support/Postgres.js"
 
@@ -108,6 +110,41 @@ for (const [name, store] of stores) {
           yield* RateLimiter.sweepSql.pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
           expect(yield* left).toEqual([old, current].sort())
         }))
+
+      it.effect("a busy key is counted in leases: one row bump per lease, never past the limit across instances", () =>
+        Effect.gen(function*() {
+          const sql = yield* Effect.flatMap(
+            Effect.serviceOption(SqlClient.SqlClient),
+            Option.match({ onNone: () => Effect.dieMessage("no database"), onSome: Effect.succeed })
+          )
+          const shared = sql<{ count: number }>`SELECT count FROM rate_limits WHERE bucket = ${"lease:" + name}`.pipe(
+            Effect.map((rows) => Number(rows[0]?.count ?? 0)),
+            Effect.orDie
+          )
+          // Two instances on one database, each with its own leases.
+          const [a, b] = yield* Effect.all([SqlRateLimiter.make, SqlRateLimiter.make]).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+          yield* TestClock.setTime(t0 + 1_200_000)
+          const limit = 5_000
+          // 300 requests on one instance: a lease of 100 (2% of the limit) is asked for 3 times.
+          const first = []
+          for (let i = 0; i < 300; i++) first.push(yield* a.consume("lease:" + name, limit))
+          expect(first.every((d) => d.allowed)).toBe(true)
+          expect(first.map((d) => d.remaining)).toEqual(Array.from({ length: 300 }, (_, i) => limit - 1 - i))
+          expect(yield* shared).toBe(leaseSize(limit, 0) * 3)
+          // Then 6,000 more at once over both instances: exactly the rest of the limit is admitted
+          // (each instance uses every lease it takes while the burst lasts).
+          const burst = yield* Effect.all(
+            Array.from({ length: 6_000 }, (_, i) => (i % 2 === 0 ? a : b).consume("lease:" + name, limit)),
+            { concurrency: "unbounded" }
+          )
+          expect(burst.filter((d) => d.allowed)).toHaveLength(limit - 300)
+          expect(burst.filter((d) => !d.allowed).every((d) => d.remaining === 0 && d.retryAfter > 0)).toBe(true)
+          // Past the limit, refusals cost no round trip: the shared count stays where the leases left it.
+          const settled = yield* shared
+          yield* a.consume("lease:" + name, limit)
+          yield* b.consume("lease:" + name, limit)
+          expect(yield* shared).toBe(settled)
+        }).pipe(Effect.scoped))
     }
   })
 }
