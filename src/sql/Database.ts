@@ -5,10 +5,12 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import * as Stream from "effect/Stream"
 import { AppConfig } from "../Config.js"
 import * as Migrations from "./Migrations.js"
+import * as PgListen from "./PgListen.js"
 import * as PgLite from "./PgLite.js"
 
 /** Which database the service runs on. */
@@ -70,19 +72,28 @@ export const supervised = (
     )
   }))
 
-/** PostgreSQL at `url`; the pool is shared by requests and workers. */
+const APPLICATION_NAME = "trade-intent-router"
+
+/** PostgreSQL at `url`; the pool is shared by requests and workers, LISTEN has a connection of its own. */
 export const postgres = (url: PgClient.PgClientConfig["url"]) =>
   Layer.mergeAll(
-    Layer.effect(
+    Layer.scoped(
       Notifications,
       // Probes through `pg_notify`: the client's own `notify` sends `NOTIFY channel, $1`, which
       // PostgreSQL refuses (NOTIFY takes no parameters).
-      Effect.map(PgClient.PgClient, (client) => ({
-        listen: supervised(client.listen, (channel, payload) => Effect.asVoid(client`SELECT pg_notify(${channel}, ${payload})`))
-      }))
+      Effect.gen(function*() {
+        const client = yield* PgClient.PgClient
+        const listen = yield* PgListen.make({
+          connectionString: url === undefined ? undefined : Redacted.value(url),
+          application_name: APPLICATION_NAME
+        })
+        return {
+          listen: supervised(listen, (channel, payload) => Effect.asVoid(client`SELECT pg_notify(${channel}, ${payload})`))
+        }
+      })
     ),
     Layer.succeed(DatabaseInfo, { kind: "postgres", dataDir: undefined })
-  ).pipe(Layer.provideMerge(PgClient.layer({ url, maxConnections: 10, applicationName: "trade-intent-router" })))
+  ).pipe(Layer.provideMerge(PgClient.layer({ url, maxConnections: 10, applicationName: APPLICATION_NAME })))
 
 /** Embedded PGlite in `dataDir` (in memory when undefined): one connection in-process, never lost. */
 export const pglite = (dataDir: string | undefined) =>
