@@ -11,6 +11,7 @@ import * as AlpacaConfig from "./services/brokers/alpaca/AlpacaConfig.js"
 import { IdGenerator } from "./services/IdGenerator.js"
 import * as Services from "./Services.js"
 import { DatabaseInfo } from "./sql/Database.js"
+import * as Telemetry from "./Telemetry.js"
 import * as BrokerStreams from "./workers/BrokerStreams.js"
 import * as RoutingWorker from "./workers/RoutingWorker.js"
 import * as WebhookWorker from "./workers/WebhookWorker.js"
@@ -61,12 +62,14 @@ const DASHBOARD_ASSETS = fileURLToPath(new URL("./dashboard/", import.meta.url))
 
 /**
  * One line at start that says how this instance is set up, never a secret: where its data lives,
- * whether the operator API is open, where per-key counts are kept, which Alpaca it reaches.
+ * whether the operator API is open, where per-key counts are kept, which Alpaca it reaches, where
+ * its traces and metrics go.
  */
 export const logSummary = (configuration: Configuration, listen: { readonly port: number; readonly host: string }) =>
   Effect.gen(function*() {
     const databaseUrl = yield* AppConfig.databaseUrl
     const dataDir = yield* AppConfig.dataDir
+    const telemetry = yield* Telemetry.config
     const { http, services } = configuration
     const alpaca = services.alpaca ?? AlpacaConfig.defaults
     yield* Effect.logInfo("starting").pipe(Effect.annotateLogs({
@@ -76,7 +79,8 @@ export const logSummary = (configuration: Configuration, listen: { readonly port
       rate_limits: services.rateLimits?._tag.toLowerCase() ?? "database",
       brokers: `mock, alpaca (paper ${alpaca.endpoints.paper.api}, live ${alpaca.endpoints.live.api})`,
       signup: http.signup ?? "open",
-      public_url: Option.match(http.publicUrl ?? Option.none(), { onNone: () => "unset", onSome: (url) => url.origin })
+      public_url: Option.match(http.publicUrl ?? Option.none(), { onNone: () => "unset", onSome: (url) => url.origin }),
+      telemetry: Telemetry.summary(telemetry)
     }))
   })
 

@@ -12,6 +12,7 @@ import * as NodeServer from "./http/NodeServer.js"
 import * as Server from "./http/Server.js"
 import * as Database from "./sql/Database.js"
 import * as Startup from "./Startup.js"
+import * as Telemetry from "./Telemetry.js"
 
 const Logging = Layer.unwrapEffect(
   Effect.gen(function*() {
@@ -28,13 +29,15 @@ const Main = Layer.unwrapEffect(
     const host = yield* AppConfig.host
     const local = host === "0.0.0.0" || host === "::" ? "localhost" : host
     const configuration = yield* Startup.configuration
+    const telemetry = yield* Telemetry.config
     yield* Startup.logSummary(configuration, { port, host })
     const services = Startup.services(configuration).pipe(Layer.provideMerge(Database.migrated(Database.layerConfig)))
     return Server.layer(configuration.http).pipe(
-      // The standalone service exports no traces, so it makes no spans: per request, the HTTP span's
-      // attributes and each span's stack trace were a tenth of its CPU. Programs that embed the
+      // Without an OTLP endpoint the standalone service exports no traces, so it makes no spans: per
+      // request, the HTTP span's attributes and each span's stack trace were a tenth of its CPU. With
+      // one, every request but the probes and metric scrapes gets its span. Programs that embed the
       // Layers keep their spans, for the tracer they provide.
-      HttpMiddleware.withTracerDisabledWhen(() => true),
+      HttpMiddleware.withTracerDisabledWhen(Telemetry.untracedRequests(telemetry)),
       Layer.provide(NodeHttpServer.layer(NodeServer.make, { port, host })),
       Layer.provide(FirstRun.layer(`http://${local}:${port}`, configuration.localAdminToken)),
       Layer.provide(services),
@@ -46,7 +49,8 @@ const Main = Layer.unwrapEffect(
 
 Layer.launch(Main).pipe(
   Effect.provide(NodeContext.layer),
-  Effect.provide(Layer.setTracerEnabled(false)),
+  // Outside Main, so that the last spans and metrics are sent once everything else has stopped.
+  Effect.provide(Telemetry.layer),
   Effect.provide(Logging),
   NodeRuntime.runMain({ disablePrettyLogger: true })
 )

@@ -185,9 +185,14 @@ export class Operators extends Effect.Service<Operators>()("Operators", {
 
     return {
       createUser,
-      getUser: requireUser,
+      getUser: Effect.fn("Operators.getUser")(function*(id: UserId) {
+        return yield* requireUser(id)
+      }),
       createApiKey,
-      listApiKeys: (userId: UserId) => Effect.flatMap(requireUser(userId), (user) => accounts.listApiKeys(user.id)),
+      listApiKeys: Effect.fn("Operators.listApiKeys")(function*(userId: UserId) {
+        const user = yield* requireUser(userId)
+        return yield* accounts.listApiKeys(user.id)
+      }),
       /** Revokes a key at once; when `userId` is given, another user's key is not found. */
       revokeApiKey: Effect.fn("Operators.revokeApiKey")(function*(keyId: ApiKeyId, userId?: UserId) {
         if (userId !== undefined && Option.isNone(yield* accounts.findApiKey(userId, keyId))) {
@@ -196,15 +201,21 @@ export class Operators extends Effect.Service<Operators>()("Operators", {
         if (!(yield* accounts.revokeApiKey(keyId, yield* DateTime.now))) return yield* new ApiKeyNotFound()
         yield* keyCache.invalidate(keyId)
       }),
-      listBrokers: (owner: Owner) => accounts.listBrokers(owner),
-      listUsers: (limit: number) => accounts.listUsers(limit),
+      listBrokers: Effect.fn("Operators.listBrokers")(function*(owner: Owner) {
+        return yield* accounts.listBrokers(owner)
+      }),
+      listUsers: Effect.fn("Operators.listUsers")(function*(limit: number) {
+        return yield* accounts.listUsers(limit)
+      }),
       /** The user's connected brokers, test mode's first. */
-      listAllBrokers: (userId: UserId) =>
-        Effect.flatMap(requireUser(userId), (user) =>
-          Effect.map(
-            Effect.all([accounts.listBrokers({ userId: user.id, mode: "test" }), accounts.listBrokers({ userId: user.id, mode: "live" })]),
-            ([test, live]) => [...test, ...live]
-          )),
+      listAllBrokers: Effect.fn("Operators.listAllBrokers")(function*(userId: UserId) {
+        const user = yield* requireUser(userId)
+        const [test, live] = yield* Effect.all([
+          accounts.listBrokers({ userId: user.id, mode: "test" }),
+          accounts.listBrokers({ userId: user.id, mode: "live" })
+        ])
+        return [...test, ...live]
+      }),
       /** Disconnects one of the user's connections: its intents keep their history, new ones naming it get 404. */
       disconnectBroker: Effect.fn("Operators.disconnectBroker")(function*(userId: UserId, brokerId: BrokerId) {
         if (!(yield* accounts.disconnectBroker(userId, brokerId, yield* DateTime.now))) return yield* new BrokerNotFound()

@@ -84,9 +84,15 @@ export class Intents extends Effect.Service<Intents>()("Intents", {
       create,
       cancel,
       cancelByExternalId,
-      get: (owner: Owner, id: IntentId) => repository.findById(owner, id).pipe(found),
-      getByExternalId: (owner: Owner, intentId: string) => repository.findByExternalId(owner, intentId).pipe(found),
-      list: (owner: Owner, query: IntentQuery) => repository.list(owner, query)
+      get: Effect.fn("Intents.get")(function*(owner: Owner, id: IntentId) {
+        return yield* found(repository.findById(owner, id))
+      }),
+      getByExternalId: Effect.fn("Intents.getByExternalId")(function*(owner: Owner, intentId: string) {
+        return yield* found(repository.findByExternalId(owner, intentId))
+      }),
+      list: Effect.fn("Intents.list")(function*(owner: Owner, query: IntentQuery) {
+        return yield* repository.list(owner, query)
+      })
     } as const
   })
 }) {}

@@ -276,7 +276,9 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
         SqlError: () =>
           Effect.forEach(creations, (creation) => Effect.exit(createOne(creation.input, creation)), { concurrency: 4 }),
         ParseError: Effect.die
-      })
+      }),
+      // The batch runs apart from the requests that wait for it: its own span, with its statements under it.
+      Effect.withSpan("IntentRepository.createBatch", { attributes: { "batch.size": creations.length } })
     )
 
   const createBatched = yield* Batched.make(createBatch, {
@@ -289,7 +291,10 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
   })
 
   return identity<Context.Tag.Service<typeof IntentRepository>>({
-    create: (input, options) => options.quota === undefined ? createBatched({ input, ...options }) : createOne(input, options),
+    create: (input, options) =>
+      options.quota === undefined
+        ? createBatched({ input, ...options }).pipe(Effect.withSpan("IntentRepository.create", { attributes: { batched: true } }))
+        : createOne(input, options),
 
     monthlyUsage: Effect.fn("IntentRepository.monthlyUsage")(function*(userId: UserId, period: string) {
       return Option.match(yield* selectUsage({ user_id: userId, period }), { onNone: () => 0, onSome: (row) => row.count })

@@ -175,13 +175,17 @@ export class Logins extends Effect.Service<Logins>()("Logins", {
       authenticate,
       changePassword,
       createLogin,
-      logout: (sessionId: string) => Effect.flatMap(DateTime.now, (now) => logins.revokeSession(sessionId, now)),
-      logoutEverywhere: (userId: UserId) => Effect.flatMap(DateTime.now, (now) => logins.revokeAllSessions(userId, now)),
-      rename: (userId: UserId, name: string) =>
-        Effect.flatMap(accounts.renameUser(userId, name), Option.match({
-          onNone: () => Effect.die(new Error("a session without its user")),
-          onSome: Effect.succeed
-        }))
+      logout: Effect.fn("Logins.logout")(function*(sessionId: string) {
+        return yield* logins.revokeSession(sessionId, yield* DateTime.now)
+      }),
+      logoutEverywhere: Effect.fn("Logins.logoutEverywhere")(function*(userId: UserId) {
+        return yield* logins.revokeAllSessions(userId, yield* DateTime.now)
+      }),
+      rename: Effect.fn("Logins.rename")(function*(userId: UserId, name: string) {
+        const renamed = yield* accounts.renameUser(userId, name)
+        if (Option.isNone(renamed)) return yield* Effect.die(new Error("a session without its user"))
+        return renamed.value
+      })
     } as const
   })
 }) {}

@@ -152,7 +152,10 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
 
     return {
       createEndpoint,
-      listEndpoints: (userId: UserId) => Effect.flatMap(requireUser(userId), (user) => repository.listEndpoints(user.id)),
+      listEndpoints: Effect.fn("Webhooks.listEndpoints")(function*(userId: UserId) {
+        const user = yield* requireUser(userId)
+        return yield* repository.listEndpoints(user.id)
+      }),
       deleteEndpoint,
       listDeliveries,
       resend,
