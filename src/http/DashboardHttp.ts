@@ -23,7 +23,7 @@ import { Intents } from "../services/intents/Intents.js"
 import { Logins, type OpenedSession } from "../services/logins/Logins.js"
 import { Webhooks } from "../services/webhooks/Webhooks.js"
 import { cookies, PublicUrl, requireSameOrigin, SignupPolicy } from "./DashboardAuth.js"
-import { intentPage } from "./IntentsHttp.js"
+import { intentPage, jsonText } from "./IntentsHttp.js"
 
 const toSession = (opened: OpenedSession) =>
   new Session({ user: opened.user, email: opened.email, csrf_token: opened.csrfToken })
@@ -204,7 +204,7 @@ export const DashboardHttpLive = HttpApiBuilder.group(Api, "dashboard", (handler
       .handle("listIntents", ({ urlParams }) =>
         withAccount((account) => intentPage(intents, ownerOf(account, urlParams.mode), urlParams)))
       .handle("getIntent", ({ path, urlParams }) =>
-        withAccount((account) => intents.get(ownerOf(account, urlParams.mode), path.id)))
+        withAccount((account) => Effect.map(intents.getJson(ownerOf(account, urlParams.mode), { id: path.id }), jsonText)))
       .handle("intentEvents", ({ path, urlParams }) =>
         withAccount((account) =>
           Effect.map(events.timeline(ownerOf(account, urlParams.mode), path.id), (items) => new EventTimeline({ items }))

@@ -3,7 +3,7 @@ import * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import { Api } from "../api/Api.js"
-import { DEFAULT_PAGE, DEFAULT_PAGE_SIZE, IntentPage, type ListIntentsParams } from "../api/IntentsApi.js"
+import { DEFAULT_PAGE, DEFAULT_PAGE_SIZE, type ListIntentsParams } from "../api/IntentsApi.js"
 import { CurrentPrincipal } from "../api/Security.js"
 import type { Owner } from "../domain/Ids.js"
 import type { DuplicateIntent } from "../domain/Intent.js"
@@ -20,12 +20,18 @@ const creationHeaders = (error: { readonly _tag: string } | DuplicateIntent) =>
     ? setHeader("retry-after", "1")
     : Effect.void
 
-/** A page of the owner's intents, newest first, as `GET /intents` answers it (the v1 API's and the dashboard's). */
+/** A JSON body the database already wrote in the API's format, sent as it is. */
+export const jsonText = (body: string) => HttpServerResponse.text(body, { contentType: "application/json" })
+
+/**
+ * A page of the owner's intents, newest first, as `GET /intents` answers it (the v1 API's, the
+ * operator's and the dashboard's): the envelope around the page the database built as JSON.
+ */
 export const intentPage = (intents: Intents, owner: Owner, params: ListIntentsParams) => {
   const page = params.page ?? DEFAULT_PAGE
   const pageSize = params.page_size ?? DEFAULT_PAGE_SIZE
   return Effect.map(
-    intents.list(owner, {
+    intents.listJson(owner, {
       page,
       pageSize,
       status: params.status,
@@ -33,7 +39,11 @@ export const intentPage = (intents: Intents, owner: Owner, params: ListIntentsPa
       brokerId: params.broker_id
     }),
     ({ items, total }) =>
-      new IntentPage({ items, page, page_size: pageSize, total_items: total, total_pages: Math.ceil(total / pageSize) })
+      jsonText(
+        `{"items":${items},"page":${page},"page_size":${pageSize},"total_items":${total},"total_pages":${
+          Math.ceil(total / pageSize)
+        }}`
+      )
   )
 }
 
@@ -49,9 +59,12 @@ export const IntentsHttpLive = HttpApiBuilder.group(Api, "intents", (handlers) =
             intentsPerMonth: principal.user.intents_per_month
           }, payload)).pipe(Effect.tapError(creationHeaders)))
       .handle("getIntent", ({ path }) =>
-        Effect.flatMap(CurrentPrincipal, (principal) => intents.get(principal.owner, path.id)))
+        Effect.flatMap(CurrentPrincipal, (principal) => Effect.map(intents.getJson(principal.owner, { id: path.id }), jsonText)))
       .handle("getIntentByExternalId", ({ path }) =>
-        Effect.flatMap(CurrentPrincipal, (principal) => intents.getByExternalId(principal.owner, path.intent_id)))
+        Effect.flatMap(
+          CurrentPrincipal,
+          (principal) => Effect.map(intents.getJson(principal.owner, { intentId: path.intent_id }), jsonText)
+        ))
       .handle("cancelIntent", ({ path }) =>
         Effect.flatMap(CurrentPrincipal, (principal) => intents.cancel(principal.owner, path.id)))
       .handle("cancelIntentByExternalId", ({ path }) =>

@@ -4,8 +4,10 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
 import { ApiKeyId, UserId } from "../../src/domain/Ids.js"
+import { TradeIntent } from "../../src/domain/Intent.js"
 import { AccountRepository } from "../../src/services/accounts/AccountRepository.js"
 import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
 import * as Database from "../../src/sql/Database.js"
@@ -360,6 +362,37 @@ for (const [name, backend] of backends) {
           expect((yield* intents.list(owner, { page: 1, pageSize: 10, status: "filled" })).total).toBe(0)
           expect((yield* intents.list(owner, { page: 1, pageSize: 10, brokerId: testBroker.id })).total).toBe(5)
           expect((yield* intents.list(owner, { page: 1, pageSize: 10, brokerId: "nope" })).total).toBe(0)
+        }))
+
+      it.effect("the JSON of a lookup and of a page is exactly the intents' API encoding", () =>
+        Effect.gen(function*() {
+          const intents = yield* IntentRepository
+          const { testBroker, user } = yield* seedUser
+          const owner = { userId: user.id, mode: "test" as const }
+          const encode = Schema.encodeSync(TradeIntent)
+          for (let i = 0; i < 3; i++) {
+            yield* TestClock.adjust("1 second")
+            yield* intents.create(
+              newIntent(owner, testBroker.id, { order_type: "limit", limit_price: 99.125, quantity: 0.5 + i }),
+              { now: yield* DateTime.now, quota: undefined, eventId: eventId() }
+            )
+          }
+          for (const query of [{ page: 1, pageSize: 2 }, { page: 2, pageSize: 2 }, { page: 5, pageSize: 2 }, { page: 1, pageSize: 10, status: "filled" as const }]) {
+            const objects = yield* intents.list(owner, query)
+            const json = yield* intents.listJson(owner, query)
+            expect(json.total).toBe(objects.total)
+            expect(JSON.parse(json.items)).toEqual(objects.items.map((intent) => encode(intent)))
+          }
+          const [first] = (yield* intents.list(owner, { page: 1, pageSize: 1 })).items
+          if (first === undefined) return expect.unreachable("an intent was created")
+          for (const ref of [{ id: first.id }, { intentId: first.intent_id }]) {
+            const json = Option.getOrThrow(yield* intents.findJson(owner, ref))
+            expect(JSON.parse(json)).toEqual(encode(first))
+          }
+          const other = { userId: (yield* seedUser).user.id, mode: "test" as const }
+          expect(yield* intents.findJson(other, { id: first.id })).toEqual(Option.none())
+          expect(yield* intents.findJson({ ...owner, mode: "live" }, { intentId: first.intent_id })).toEqual(Option.none())
+          expect(yield* intents.listJson(other, { page: 1, pageSize: 10 })).toEqual({ items: "[]", total: 0 })
         }))
     })
   })

@@ -5,11 +5,12 @@ import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Order from "effect/Order"
 import * as Ref from "effect/Ref"
+import * as Schema from "effect/Schema"
 import { QuotaExceeded } from "../../domain/Auth.js"
 import type { Mode, Owner, UserId } from "../../domain/Ids.js"
 import { DuplicateIntent, IntentNotCancelable, IntentNotFound, TradeIntent } from "../../domain/Intent.js"
 import { isFinal } from "../../domain/Routing.js"
-import type { IntentRepository } from "./IntentRepository.js"
+import type { IntentQuery, IntentRepository } from "./IntentRepository.js"
 
 interface Stored {
   readonly intent: TradeIntent
@@ -28,11 +29,27 @@ const newestFirst = Order.combine(
   Order.reverse(Order.mapInput(Order.string, (s: Stored) => s.intent.id))
 )
 
+const toJson = (intent: TradeIntent) => JSON.stringify(Schema.encodeSync(TradeIntent)(intent))
+
 const owns = (owner: Owner) => (s: Stored) => s.userId === owner.userId && s.mode === owner.mode
 
 /** For fast unit tests of the logic above the repository; the contract suite holds it to the SQL one. */
 export const make = Effect.gen(function*() {
   const state = yield* Ref.make<State>({ intents: [], usage: new Map() })
+
+  const page = (owner: Owner, query: IntentQuery) =>
+    Effect.map(Ref.get(state), (s) => {
+      const matching = s.intents
+        .filter((x) =>
+          owns(owner)(x) &&
+          (query.status === undefined || x.intent.status === query.status) &&
+          (query.symbol === undefined || x.intent.symbol === query.symbol.toUpperCase()) &&
+          (query.brokerId === undefined || x.intent.broker_id === query.brokerId)
+        )
+        .sort(newestFirst)
+      const start = (query.page - 1) * query.pageSize
+      return { items: matching.slice(start, start + query.pageSize).map((x) => x.intent), total: matching.length }
+    })
 
   const find = (owner: Owner, predicate: (intent: TradeIntent) => boolean) =>
     Effect.map(Ref.get(state), (s) =>
@@ -85,18 +102,13 @@ export const make = Effect.gen(function*() {
           { ...s, intents: s.intents.map((x) => x === stored ? { ...stored, intent } : x) }
         ]
       }).pipe(Effect.flatten),
-    list: (owner, query) =>
-      Effect.map(Ref.get(state), (s) => {
-        const matching = s.intents
-          .filter((x) =>
-            owns(owner)(x) &&
-            (query.status === undefined || x.intent.status === query.status) &&
-            (query.symbol === undefined || x.intent.symbol === query.symbol.toUpperCase()) &&
-            (query.brokerId === undefined || x.intent.broker_id === query.brokerId)
-          )
-          .sort(newestFirst)
-        const start = (query.page - 1) * query.pageSize
-        return { items: matching.slice(start, start + query.pageSize).map((x) => x.intent), total: matching.length }
-      })
+    findJson: (owner, ref) =>
+      Effect.map(
+        find(owner, (intent) => "id" in ref ? intent.id === ref.id : intent.intent_id === ref.intentId),
+        Option.map(toJson)
+      ),
+    listJson: (owner, query) =>
+      Effect.map(page(owner, query), ({ items, total }) => ({ items: `[${items.map(toJson).join(",")}]`, total })),
+    list: (owner, query) => page(owner, query)
   })
 })

@@ -34,6 +34,9 @@ export interface IntentQuery {
   readonly brokerId?: string | undefined
 }
 
+/** An intent named by our id or by its owner's own `intent_id`. */
+export type IntentRef = { readonly id: IntentId } | { readonly intentId: string }
+
 export class IntentRepository extends Context.Tag("IntentRepository")<IntentRepository, {
   /**
    * Inserts a pending intent. Idempotency rests on the unique (user, mode, intent_id); the quota
@@ -59,6 +62,16 @@ export class IntentRepository extends Context.Tag("IntentRepository")<IntentRepo
     id: IntentId,
     options: { readonly now: DateTime.Utc; readonly eventId: string }
   ) => Effect.Effect<"canceled" | "requested", IntentNotFound | IntentNotCancelable>
+  /**
+   * An intent's JSON exactly as the API writes it (what `findById` decodes), named by its id or by
+   * its owner's `intent_id`: a lookup's answer, served with no decoding and encoding again.
+   */
+  readonly findJson: (owner: Owner, ref: IntentRef) => Effect.Effect<Option.Option<string>>
+  /** `list`'s page as the API writes it: `items` a JSON array of intents, and the total matching. */
+  readonly listJson: (
+    owner: Owner,
+    query: IntentQuery
+  ) => Effect.Effect<{ readonly items: string; readonly total: number }>
   /** Newest first (`created_at` desc, then `id` desc). */
   readonly list: (
     owner: Owner,

@@ -10,7 +10,7 @@ import { monthlyPeriod } from "../../domain/Limits.js"
 import { isFinal } from "../../domain/Routing.js"
 import { AccountRepository } from "../accounts/AccountRepository.js"
 import { eventId, IdGenerator } from "../IdGenerator.js"
-import { type IntentQuery, IntentRepository } from "./IntentRepository.js"
+import { type IntentQuery, type IntentRef, IntentRepository } from "./IntentRepository.js"
 
 /** How long a cancel waits for the broker's answer before answering with the intent as it stands. */
 const CANCEL_WAIT = "3 seconds"
@@ -87,11 +87,16 @@ export class Intents extends Effect.Service<Intents>()("Intents", {
       get: Effect.fn("Intents.get")(function*(owner: Owner, id: IntentId) {
         return yield* found(repository.findById(owner, id))
       }),
-      getByExternalId: Effect.fn("Intents.getByExternalId")(function*(owner: Owner, intentId: string) {
-        return yield* found(repository.findByExternalId(owner, intentId))
-      }),
       list: Effect.fn("Intents.list")(function*(owner: Owner, query: IntentQuery) {
         return yield* repository.list(owner, query)
+      }),
+      /** The intent's JSON as the API writes it, for a lookup's answer: no decoding and encoding again. */
+      getJson: Effect.fn("Intents.getJson")(function*(owner: Owner, ref: IntentRef) {
+        return yield* found(repository.findJson(owner, ref))
+      }),
+      /** `list`'s page as the API writes it (`items` a JSON array), for a listing's answer. */
+      listJson: Effect.fn("Intents.listJson")(function*(owner: Owner, query: IntentQuery) {
+        return yield* repository.listJson(owner, query)
       })
     } as const
   })

@@ -20,7 +20,7 @@ import {
   TradeIntent
 } from "../../domain/Intent.js"
 import { applyLocalCancel, isFinal } from "../../domain/Routing.js"
-import type { IntentQuery, IntentRepository, Quota } from "./IntentRepository.js"
+import type { IntentQuery, IntentRef, IntentRepository, Quota } from "./IntentRepository.js"
 import { ROUTING_CHANNEL } from "../../sql/Channels.js"
 import { orDie } from "../../sql/Defects.js"
 import * as Outbox from "../../sql/Outbox.js"
@@ -149,6 +149,15 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
       }`
   })
 
+  const listRequest = (owner: Owner, query: IntentQuery) => ({
+    ...owned(owner),
+    status: query.status,
+    symbol: query.symbol?.toUpperCase(),
+    broker_id: query.brokerId,
+    limit: query.pageSize,
+    offset: (query.page - 1) * query.pageSize
+  })
+
   const listWhere = (query: typeof ListRequest.Encoded) =>
     sql.and([
       ...ownedBy(query),
@@ -170,6 +179,35 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
     Request: ListRequest,
     Result: Schema.Struct({ total: Schema.NumberFromString }),
     execute: (query) => sql`SELECT count(*)::text AS total FROM intents i WHERE ${listWhere(query)}`
+  })
+
+  const selectIntentJson = SqlSchema.findOne({
+    Request: Schema.Struct({ ...OwnerRequest.fields, id: Schema.optional(IntentId), intent_id: Schema.optional(Schema.String) }),
+    Result: Schema.Struct({ intent: Schema.String }),
+    execute: (request) =>
+      sql`SELECT ${sql.literal(intentObject)}::text AS intent FROM intents i WHERE ${
+        sql.and([
+          ...ownedBy(request),
+          ...(request.id !== undefined ? [sql`i.id = ${request.id}`] : []),
+          ...(request.intent_id !== undefined ? [sql`i.intent_id = ${request.intent_id}`] : [])
+        ])
+      }`
+  })
+
+  /** A page and the total in one round trip, the page built as one JSON array by the database. */
+  const selectPageJson = SqlSchema.single({
+    Request: ListRequest,
+    Result: Schema.Struct({ items: Schema.String, total: Schema.NumberFromString }),
+    execute: (query) =>
+      sql`SELECT
+            (SELECT count(*) FROM intents i WHERE ${listWhere(query)})::text AS total,
+            COALESCE((
+              SELECT json_agg(page.intent ORDER BY page.created_at DESC, page.id DESC) FROM (
+                SELECT i.created_at, i.id, ${intent} FROM intents i WHERE ${listWhere(query)}
+                ORDER BY i.created_at DESC, i.id DESC
+                LIMIT ${query.limit} OFFSET ${query.offset}
+              ) page
+            ), '[]'::json)::text AS items`
   })
 
   /** Locks an intent of its owner for a cancel: its status, and whether it has an order at the broker. */
@@ -335,15 +373,17 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
       orDie
     ),
 
+    findJson: Effect.fn("IntentRepository.findJson")(function*(owner: Owner, ref: IntentRef) {
+      const request = "id" in ref ? { ...owned(owner), id: ref.id } : { ...owned(owner), intent_id: ref.intentId }
+      return Option.map(yield* selectIntentJson(request), (row) => row.intent)
+    }, orDie),
+
+    listJson: Effect.fn("IntentRepository.listJson")(function*(owner: Owner, query: IntentQuery) {
+      return yield* selectPageJson(listRequest(owner, query))
+    }, orDie),
+
     list: Effect.fn("IntentRepository.list")(function*(owner: Owner, query: IntentQuery) {
-      const request = {
-        ...owned(owner),
-        status: query.status,
-        symbol: query.symbol?.toUpperCase(),
-        broker_id: query.brokerId,
-        limit: query.pageSize,
-        offset: (query.page - 1) * query.pageSize
-      }
+      const request = listRequest(owner, query)
       const [rows, count] = yield* Effect.all([selectPage(request), countPage(request)], { concurrency: "unbounded" })
       return { items: rows.map((row) => row.intent), total: count.total }
     }, orDie)
