@@ -1,8 +1,10 @@
 /**
  * `npm run bench`: starts the service on a fresh PostgreSQL database, drives it over loopback with
  * autocannon, and prints one table: scenario, requests per second, p50, p99, server CPU per request,
- * peak memory, and each scenario's ratio to its reference, measured in the same run on the same
- * machine (a bare `node:http` + `pg` server, see scripts/bench/Reference.ts).
+ * the share of that CPU spent in garbage collection, peak memory, and each scenario's ratio to two
+ * references measured in the same run on the same machine: the stack's floor (the smallest
+ * HttpApi + @effect/sql-pg server doing the same queries, scripts/bench/StackFloor.ts) and a bare
+ * `node:http` + `pg` server (scripts/bench/Reference.ts). It ends with the targets, MET or MISS.
  *
  * DATABASE_URL names the PostgreSQL server (an admin URL; a fresh database is made and dropped);
  * BENCH_DURATION (seconds per measured run, default 5), BENCH_CONNECTIONS (default "10,50") and
@@ -11,33 +13,42 @@
  * service's Alpaca endpoints point at a fake Alpaca started in this process.
  */
 import autocannon from "autocannon"
-import { type ChildProcess, spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import os from "node:os"
+import pg from "pg"
+import { finalStatuses } from "../src/domain/Intent.js"
 import * as FakeAlpaca from "../src/services/brokers/alpaca/FakeAlpaca.js"
 import { alpacaEnv } from "../test/support/Harness.js"
 import { streamLatency } from "./bench/EventStreams.js"
 import { liveEndToEnd } from "./bench/LiveAlpaca.js"
 import { percentile } from "./bench/Percentile.js"
 import { cpuMs, measure, peakRssMiB } from "./bench/ProcessStats.js"
+import {
+  gcShareBetween,
+  gcSnapshot,
+  type GcTally,
+  PROCESS_START,
+  type ReferenceServer,
+  startReferenceServer,
+  startService,
+  type TracedService
+} from "./bench/Traced.js"
 import { arrival, listen } from "../test/support/Harness.js"
 import {
   adminUrl,
   dropDatabase,
   expectStatus,
-  freePort,
   freshDatabase,
   marketIntent,
   provision,
   type Provisioned,
   psqlColumn,
   request,
-  ROOT,
   run,
   runClients,
   type Service,
   sleep,
-  startHealthy,
   stopService,
   stringField,
   subscribe,
@@ -49,6 +60,33 @@ const WARMUP_SECONDS = 1
 const FILL_TIMEOUT_MS = 30_000
 const POLL_INTERVAL_MS = 2
 const LOOKUP_IDS = 2_000
+/**
+ * The pause between the warm-up and the measured run. The warm-up's end cuts off the requests in
+ * flight; the server interrupts them, and its `@effect/sql-pg` pool cancels their statements with
+ * `pg_cancel_backend(pid)` from another connection. A cancellation that lands after its statement
+ * has finished hits whatever that connection runs next: without a pause, a statement of the
+ * measured run, answered 500. Warm-up answers are not checked, so the previous run's cut-off
+ * requests land there harmlessly.
+ */
+const RUN_GAP_MS = 300
+/** How long after a measured run the bench waits for the server's last GC lines to reach it. */
+const GC_SETTLE_MS = 50
+/** How often the bench asks whether the routing of the creations has caught up, and for how long. */
+const DRAIN_POLL_MS = 10
+const DRAIN_TIMEOUT_MS = 120_000
+
+/** The reference lines, by scenario name. */
+const BARE_INSERT = "bare INSERT (reference)"
+const FLOOR_INSERT = "floor INSERT (HttpApi + sql-pg)"
+const BARE_SELECT = "bare SELECT (reference)"
+const FLOOR_SELECT = "floor SELECT (HttpApi + sql-pg)"
+const BARE_PAGE = "bare SELECT of 100 rows (reference)"
+/** The service's lines the targets read. */
+const POST_CREATE = "POST create"
+const GET_BY_ID = "GET by id"
+const GET_LIST = "GET list (20 per page)"
+const END_TO_END = "market intent, POST → GET shows filled"
+const ANSWERED_TO_FILLED = "  201 → GET shows filled"
 
 const PARTS = ["create", "lookup", "e2e", "webhooks", "events", "alpaca"] as const
 type Part = (typeof PARTS)[number]
@@ -69,9 +107,20 @@ interface Line {
   readonly p99Ms: number
   /** Server CPU (user + system) per request, in milliseconds. */
   readonly cpuMs: number
+  /** The fraction of that CPU spent in garbage collection. */
+  readonly gcShare: number
   readonly peakMiB: number
-  /** The reference line this one is compared with, by scenario name and connections. */
-  readonly reference?: string
+  /** The floor's line this one is compared with, by scenario name and connections. */
+  readonly floor?: string
+  /** The bare reference's line this one is compared with, by scenario name and connections. */
+  readonly bare?: string
+  /** Another line this one is compared with in its note. */
+  readonly relative?: string
+  /**
+   * Creations only: milliseconds from the end of the load until every intent it created was
+   * final (routed), measured by asking the database.
+   */
+  readonly drainMs?: number
   readonly note?: string
 }
 
@@ -103,10 +152,26 @@ const selectedParts = (): ReadonlyArray<Part> => {
 // ---------------------------------------------------------------------------------------------
 // Load
 
-interface Target {
-  readonly baseUrl: string
+/** A server process the bench measures: its CPU and memory from /proc, its GC from its trace. */
+interface Measured {
   readonly pid: number
+  readonly gc: GcTally
+}
+
+interface Target extends Measured {
+  readonly baseUrl: string
   readonly headers: Record<string, string>
+}
+
+/**
+ * `measure` (CPU and peak memory of `server` while `work` runs) with the share of the server's CPU
+ * spent in GC meanwhile, from its GC trace and its threads' times (see scripts/bench/Traced.ts).
+ */
+const measured = async <A>(server: Measured, work: () => Promise<A>) => {
+  const before = gcSnapshot(server.pid, server.gc)
+  const stats = await measure(server.pid, work)
+  await sleep(GC_SETTLE_MS)
+  return { ...stats, gcShare: gcShareBetween(before, gcSnapshot(server.pid, server.gc)).share }
 }
 
 interface LoadSpec {
@@ -115,17 +180,20 @@ interface LoadSpec {
   readonly next: (n: number) => { readonly path: string; readonly body?: string }
 }
 
+type Measurement = Pick<Line, "connections" | "perSecond" | "p50Ms" | "p99Ms" | "cpuMs" | "gcShare" | "peakMiB">
+
 /**
  * Drives `target` with autocannon at `connections` for a warm-up second, then for the measured
- * duration, sampling the server process's CPU and memory. Every answer must be a 2xx: a benchmark
- * that counts errors as throughput measures nothing.
+ * duration, sampling the server process's CPU, memory and GC. Every answer must be a 2xx: a
+ * benchmark that counts errors as throughput measures nothing. `endedAt` is when the load stopped
+ * (`performance.now()`).
  */
 const load = async (
   settings: Settings,
   target: Target,
   connections: number,
   spec: LoadSpec
-): Promise<Omit<Line, "scenario" | "reference">> => {
+): Promise<Measurement & { readonly endedAt: number }> => {
   let n = 0
   const fire = (duration: number) =>
     autocannon({
@@ -142,7 +210,13 @@ const load = async (
       }]
     })
   await fire(WARMUP_SECONDS)
-  const { result, cpuMs: cpu, peakMiB } = await measure(target.pid, () => fire(settings.durationSeconds))
+  await sleep(RUN_GAP_MS)
+  let endedAt = Number.NaN
+  const { result, cpuMs: cpu, gcShare, peakMiB } = await measured(target, async () => {
+    const result = await fire(settings.durationSeconds)
+    endedAt = performance.now()
+    return result
+  })
   if (result.non2xx > 0 || result.errors > 0) {
     throw new Error(
       `${spec.method} ${target.baseUrl}: ${result.non2xx} non-2xx answers ${JSON.stringify(result.statusCodeStats)}` +
@@ -156,7 +230,9 @@ const load = async (
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
     cpuMs: cpu / requests,
-    peakMiB
+    gcShare,
+    peakMiB,
+    endedAt
   }
 }
 
@@ -166,19 +242,6 @@ const load = async (
 const pidOf = (child: ChildProcess): number => {
   if (child.pid === undefined) throw new Error("child process has no pid")
   return child.pid
-}
-
-const startReference = async (databaseUrl: string) => {
-  const port = await freePort()
-  const child = spawn(process.execPath, ["--import", "tsx", "scripts/bench/Reference.ts", databaseUrl, String(port)], {
-    cwd: ROOT,
-    stdio: ["ignore", "pipe", "inherit"]
-  })
-  await new Promise<void>((resolve, reject) => {
-    child.stdout?.once("data", () => resolve())
-    child.once("exit", (code) => reject(new Error(`reference server exited with ${code}`)))
-  })
-  return { child, baseUrl: `http://127.0.0.1:${port}`, pid: pidOf(child) }
 }
 
 /**
@@ -208,50 +271,118 @@ const quiesce = async (databaseUrl: string) => {
 interface Context {
   readonly settings: Settings
   readonly databaseUrl: string
+  /** A connection of the bench's own, for the questions it asks the database during a run. */
+  readonly db: pg.Client
   readonly runId: string
   readonly service: Service
+  readonly serviceGc: GcTally
   readonly account: Provisioned
-  readonly reference: { readonly baseUrl: string; readonly pid: number }
+  readonly reference: ReferenceServer
+  readonly floor: ReferenceServer
 }
 
-const serviceTarget = (context: Context, service: Service = context.service): Target => ({
-  baseUrl: service.baseUrl,
-  pid: pidOf(service.child),
-  headers: { authorization: `Bearer ${context.account.apiKey}` }
-})
+/** The main service, or one of the limiter variants, called with the bench user's key. */
+const serviceTarget = (context: Context, variant?: TracedService): Target => {
+  const { service, gc } = variant ?? { service: context.service, gc: context.serviceGc }
+  return {
+    baseUrl: service.baseUrl,
+    pid: pidOf(service.child),
+    gc,
+    headers: { authorization: `Bearer ${context.account.apiKey}` }
+  }
+}
+
+const serviceProcess = (context: Context): Measured => ({ pid: pidOf(context.service.child), gc: context.serviceGc })
+
+const referenceTarget = (server: ReferenceServer): Target => ({ ...server, headers: {} })
 
 const intentBody = (context: Context, path: string, prefix: string) => (n: number) => ({
   path,
   body: JSON.stringify(marketIntent(`${prefix}-${context.runId}-${n}`, context.account.brokerId))
 })
 
+const FINAL = [...finalStatuses]
+
+/** How many of the bench user's intents created since `since` are not final yet (still to be routed). */
+const unfinished = async (context: Context, since: Date): Promise<number> => {
+  // `mode` is named so that the intents' listing index (user, mode, created_at) finds the rows.
+  const result = await context.db.query<{ readonly n: number }>(
+    `SELECT count(*)::int AS n FROM intents
+     WHERE user_id = $1 AND mode IN ('test', 'live') AND created_at >= $2 AND status <> ALL($3::text[])`,
+    [context.account.userId, since, FINAL]
+  )
+  return result.rows[0]?.n ?? 0
+}
+
+/**
+ * Milliseconds from `endedAt` (the end of a creation load, `performance.now()`) until no intent
+ * created since `since` is left unfinished: the time the routing needed to catch up with the load.
+ * The database is asked every few milliseconds; the figure is the start of the first question
+ * that found none.
+ */
+const drainTime = async (context: Context, since: Date, endedAt: number): Promise<number> => {
+  for (;;) {
+    const asked = performance.now()
+    const left = await unfinished(context, since)
+    if (left === 0) return Math.max(0, asked - endedAt)
+    if (asked - endedAt > DRAIN_TIMEOUT_MS) {
+      throw new Error(`${left} intents still unfinished ${DRAIN_TIMEOUT_MS / 1000} s after the creation load`)
+    }
+    await sleep(DRAIN_POLL_MS)
+  }
+}
+
 const createScenarios = async (context: Context, connections: number): Promise<ReadonlyArray<Line>> => {
-  const reference = await load(context.settings, { ...context.reference, headers: {} }, connections, {
+  const { settings } = context
+  const bare = await load(settings, referenceTarget(context.reference), connections, {
     method: "POST",
     next: intentBody(context, "/intents", `ref${connections}`)
   })
-  const service = await load(context.settings, serviceTarget(context), connections, {
+  const floor = await load(settings, referenceTarget(context.floor), connections, {
+    method: "POST",
+    next: intentBody(context, "/intents", `floor${connections}`)
+  })
+  // A little before the warm-up, on the machine's clock the service stamps its intents with.
+  const since = new Date(Date.now() - 1000)
+  const service = await load(settings, serviceTarget(context), connections, {
     method: "POST",
     next: intentBody(context, "/api/v1/intents", `create${connections}`)
   })
+  const drainMs = await drainTime(context, since, service.endedAt)
   await quiesce(context.databaseUrl)
   return [
-    { scenario: "bare INSERT (reference)", ...reference },
-    { scenario: "POST create", ...service, reference: "bare INSERT (reference)", note: "market orders, routed after" }
+    { scenario: BARE_INSERT, ...bare },
+    { scenario: FLOOR_INSERT, ...floor, bare: BARE_INSERT },
+    {
+      scenario: POST_CREATE,
+      ...service,
+      floor: FLOOR_INSERT,
+      bare: BARE_INSERT,
+      drainMs,
+      note: `market orders; all routed ${drainMs.toFixed(0)} ms after the load`
+    }
   ]
 }
 
 const lookupScenarios = async (
   context: Context,
   connections: number,
-  ids: { readonly service: ReadonlyArray<string>; readonly reference: ReadonlyArray<string> },
-  unlimited: ReadonlyArray<{ readonly label: string; readonly service: Service }>
+  ids: {
+    readonly service: ReadonlyArray<string>
+    readonly reference: ReadonlyArray<string>
+    readonly floor: ReadonlyArray<string>
+  },
+  unlimited: ReadonlyArray<{ readonly label: string; readonly traced: TracedService }>
 ): Promise<ReadonlyArray<Line>> => {
   const pick = (list: ReadonlyArray<string>, n: number) => list[n % list.length] ?? ""
   const byId = (prefix: string, list: ReadonlyArray<string>) => (n: number) => ({ path: `${prefix}/${pick(list, n)}` })
-  const reference = await load(context.settings, { ...context.reference, headers: {} }, connections, {
+  const bare = await load(context.settings, referenceTarget(context.reference), connections, {
     method: "GET",
     next: byId("/intents", ids.reference)
+  })
+  const floor = await load(context.settings, referenceTarget(context.floor), connections, {
+    method: "GET",
+    next: byId("/intents", ids.floor)
   })
   const service = await load(context.settings, serviceTarget(context), connections, {
     method: "GET",
@@ -263,29 +394,41 @@ const lookupScenarios = async (
   })
   const limiterLines: Array<Line> = []
   for (const variant of unlimited) {
-    const line = await load(context.settings, serviceTarget(context, variant.service), connections, {
+    const line = await load(context.settings, serviceTarget(context, variant.traced), connections, {
       method: "GET",
       next: byId("/api/v1/intents", ids.service)
     })
-    limiterLines.push({ scenario: variant.label, ...line, reference: "GET by id", note: "limiter cost = 1 − ratio" })
+    limiterLines.push({
+      scenario: variant.label,
+      ...line,
+      floor: FLOOR_SELECT,
+      bare: BARE_SELECT,
+      relative: GET_BY_ID,
+      note: "limiter cost = 1 − that"
+    })
   }
   return [
-    { scenario: "bare SELECT (reference)", ...reference },
-    { scenario: "GET by id", ...service, reference: "bare SELECT (reference)", note: "limiter in PostgreSQL" },
-    { scenario: "GET list (20 per page)", ...list, reference: "bare SELECT (reference)" },
+    { scenario: BARE_SELECT, ...bare },
+    { scenario: FLOOR_SELECT, ...floor, bare: BARE_SELECT },
+    { scenario: GET_BY_ID, ...service, floor: FLOOR_SELECT, bare: BARE_SELECT, note: "limiter in PostgreSQL" },
+    { scenario: GET_LIST, ...list, floor: FLOOR_SELECT, bare: BARE_SELECT },
     ...limiterLines
   ]
 }
 
 const FINAL_NOT_FILLED = new Set(["canceled", "rejected", "failed"])
 
-/** Market intents on `connections` clients: each from its POST to the GET that first shows it filled. */
-const endToEnd = async (context: Context, connections: number): Promise<Line> => {
+/**
+ * Market intents on `connections` clients: each from its POST to the GET that first shows it
+ * filled, and from its 201 to that GET.
+ */
+const endToEnd = async (context: Context, connections: number): Promise<ReadonlyArray<Line>> => {
   const { baseUrl } = context.service
   const { apiKey, brokerId } = context.account
   const samples: Array<number> = []
+  const fromAnswer: Array<number> = []
   const started = performance.now()
-  const { cpuMs: cpu, peakMiB } = await measure(pidOf(context.service.child), () =>
+  const { cpuMs: cpu, gcShare, peakMiB } = await measured(serviceProcess(context), () =>
     runClients(context.settings.intents, connections, async (index, signal) => {
       const sent = performance.now()
       const created = await request(`${baseUrl}/api/v1/intents`, apiKey, {
@@ -294,6 +437,7 @@ const endToEnd = async (context: Context, connections: number): Promise<Line> =>
         signal
       })
       const id = stringField(expectStatus("POST /api/v1/intents", created, 201), "id")
+      const answered = performance.now()
       for (;;) {
         const response = await request(`${baseUrl}/api/v1/intents/${id}`, apiKey, { signal })
         const status = stringField(expectStatus(`GET /api/v1/intents/${id}`, response, 200), "status")
@@ -302,22 +446,40 @@ const endToEnd = async (context: Context, connections: number): Promise<Line> =>
         if (performance.now() - sent > FILL_TIMEOUT_MS) throw new Error(`intent ${id} not filled in time`)
         await sleep(POLL_INTERVAL_MS)
       }
-      samples.push(performance.now() - sent)
+      const filled = performance.now()
+      samples.push(filled - sent)
+      fromAnswer.push(filled - answered)
     }))
   const wallMs = performance.now() - started
   await quiesce(context.databaseUrl)
   const sorted = samples.sort((a, b) => a - b)
-  return {
-    scenario: "market intent, POST → GET shows filled",
-    connections,
-    perSecond: samples.length / (wallMs / 1000),
-    p50Ms: percentile(sorted, 50),
-    p99Ms: percentile(sorted, 99),
-    cpuMs: cpu / samples.length,
-    peakMiB,
-    reference: "bare INSERT (reference)",
-    note: "per intent, polling included"
-  }
+  const sortedFromAnswer = fromAnswer.sort((a, b) => a - b)
+  return [
+    {
+      scenario: END_TO_END,
+      connections,
+      perSecond: samples.length / (wallMs / 1000),
+      p50Ms: percentile(sorted, 50),
+      p99Ms: percentile(sorted, 99),
+      cpuMs: cpu / samples.length,
+      gcShare,
+      peakMiB,
+      floor: FLOOR_INSERT,
+      bare: BARE_INSERT,
+      note: "per intent, polling included"
+    },
+    {
+      scenario: ANSWERED_TO_FILLED,
+      connections,
+      perSecond: Number.NaN,
+      p50Ms: percentile(sortedFromAnswer, 50),
+      p99Ms: percentile(sortedFromAnswer, 99),
+      cpuMs: Number.NaN,
+      gcShare: Number.NaN,
+      peakMiB: Number.NaN,
+      note: `from the 201 to the GET that shows it, polled every ${POLL_INTERVAL_MS} ms`
+    }
+  ]
 }
 
 /**
@@ -326,11 +488,11 @@ const endToEnd = async (context: Context, connections: number): Promise<Line> =>
  */
 const webhooks = async (context: Context, connections: number): Promise<ReadonlyArray<Line>> => {
   const receiver = await listen(() => 204)
-  const pid = pidOf(context.service.child)
+  const server = serviceProcess(context)
   try {
     const endpoint = await subscribe(context.service.baseUrl, context.account.userId, receiver.url)
     const started = performance.now()
-    const live = await measure(pid, () =>
+    const live = await measured(server, () =>
       runClients(context.settings.intents, connections, async (index, signal) => {
         const response = await request(`${context.service.baseUrl}/api/v1/intents`, context.account.apiKey, {
           method: "POST",
@@ -354,7 +516,7 @@ const webhooks = async (context: Context, connections: number): Promise<Readonly
     const backlog = Number(backlogText)
     const drainStarted = performance.now()
     const drainStartedAt = Date.now()
-    const drain = await measure(pid, async () => {
+    const drain = await measured(server, async () => {
       await run("psql", [context.databaseUrl, "-qc", "SELECT pg_notify('webhook_deliveries', 'due')"])
       await waitUntil(() => receiver.received.length >= before + backlog, "backlog", 120_000)
     })
@@ -370,6 +532,7 @@ const webhooks = async (context: Context, connections: number): Promise<Readonly
         p50Ms: percentile(latency, 50),
         p99Ms: percentile(latency, 99),
         cpuMs: live.cpuMs / latency.length,
+        gcShare: live.gcShare,
         peakMiB: live.peakMiB,
         note: "while intents flow; CPU per event incl. the intents'"
       },
@@ -380,6 +543,7 @@ const webhooks = async (context: Context, connections: number): Promise<Readonly
         p50Ms: percentile(drained, 50),
         p99Ms: percentile(drained, 99),
         cpuMs: drain.cpuMs / backlog,
+        gcShare: drain.gcShare,
         peakMiB: drain.peakMiB,
         note: "latency = time from the drain's start"
       }
@@ -411,7 +575,7 @@ const eventScenarios = async (context: Context): Promise<ReadonlyArray<Line>> =>
   const lines: Array<Line> = []
   for (const connections of context.settings.connections) {
     console.log(`event pages at ${connections} connections`)
-    const reference = await load(context.settings, { ...context.reference, headers: {} }, connections, {
+    const reference = await load(context.settings, referenceTarget(context.reference), connections, {
       method: "GET",
       next: () => ({ path: "/intents?page" })
     })
@@ -420,13 +584,12 @@ const eventScenarios = async (context: Context): Promise<ReadonlyArray<Line>> =>
       next: () => ({ path: "/api/v1/events?limit=100" })
     })
     lines.push(
-      { scenario: "bare SELECT of 100 rows (reference)", ...reference },
-      { scenario: "GET events, page of 100", ...service, reference: "bare SELECT of 100 rows (reference)" }
+      { scenario: BARE_PAGE, ...reference },
+      { scenario: "GET events, page of 100", ...service, bare: BARE_PAGE }
     )
   }
   console.log("event stream latency, 100 streams")
-  const pid = pidOf(context.service.child)
-  const { cpuMs: cpu, peakMiB, result } = await measure(pid, () =>
+  const { cpuMs: cpu, gcShare, peakMiB, result } = await measured(serviceProcess(context), () =>
     streamLatency(context.service, { streams: 100, clients: 10, intents: context.settings.intents }))
   await quiesce(context.databaseUrl)
   lines.push({
@@ -436,30 +599,35 @@ const eventScenarios = async (context: Context): Promise<ReadonlyArray<Line>> =>
     p50Ms: result.p50,
     p99Ms: result.p99,
     cpuMs: cpu / result.events,
+    gcShare,
     peakMiB,
     note: `${result.events} events from 10 clients creating`
   })
   return lines
 }
 
-/** GET by id and list on the main service; GET by id on the reference and with the other limiter stores. */
+/**
+ * GET by id and list on the main service; GET by id on both references and on two more instances
+ * with the other limiter stores.
+ */
 const lookups = async (context: Context): Promise<ReadonlyArray<Line>> => {
   const ids = {
     service: await psqlColumn(context.databaseUrl, `SELECT id FROM intents ORDER BY random() LIMIT ${LOOKUP_IDS}`),
     reference: await psqlColumn(
       context.databaseUrl,
       `SELECT id FROM reference_intents ORDER BY random() LIMIT ${LOOKUP_IDS}`
-    )
+    ),
+    floor: await psqlColumn(context.databaseUrl, `SELECT id FROM floor_intents ORDER BY random() LIMIT ${LOOKUP_IDS}`)
   }
   const redisUrl = process.env.REDIS_URL || "redis://127.0.0.1:6379"
   const variants = [
     { label: "GET by id, limiter in Redis", env: { REDIS_URL: redisUrl } },
     { label: "GET by id, no limiter", env: { RATE_LIMITS: "off" } }
   ]
-  const started: Array<{ readonly label: string; readonly service: Service }> = []
+  const started: Array<{ readonly label: string; readonly traced: TracedService }> = []
   try {
     for (const variant of variants) {
-      started.push({ label: variant.label, service: await startHealthy(context.databaseUrl, variant.env, variant.label) })
+      started.push({ label: variant.label, traced: await startService(context.databaseUrl, variant.env, variant.label) })
     }
     const lines: Array<Line> = []
     for (const connections of context.settings.connections) {
@@ -468,7 +636,7 @@ const lookups = async (context: Context): Promise<ReadonlyArray<Line>> => {
     }
     return lines
   } finally {
-    await Promise.all(started.map((variant) => stopService(variant.service.child)))
+    await Promise.all(started.map((variant) => stopService(variant.traced.service.child)))
   }
 }
 
@@ -487,23 +655,30 @@ const formatTable = (header: ReadonlyArray<string>, lines: ReadonlyArray<Readonl
   const format = (line: ReadonlyArray<string>) =>
     line.map((cell, column) =>
       column === 0 || column === line.length - 1 ? cell.padEnd(widths[column] ?? 0) : cell.padStart(widths[column] ?? 0)
-    ).join("  ")
+    ).join("  ").trimEnd()
   const rule = widths.map((w) => "-".repeat(w)).join("  ")
   return [format(header), rule, ...lines.map(format)].join("\n")
 }
 
-const ratioOf = (line: Line, lines: ReadonlyArray<Line>): number | undefined => {
-  const reference = lines.find((other) => other.scenario === line.reference && other.connections === line.connections)
+const lineOf = (lines: ReadonlyArray<Line>, scenario: string, connections: number) =>
+  lines.find((line) => line.scenario === scenario && line.connections === connections)
+
+/** `line`'s requests per second over those of the line named `other` at the same connections. */
+const ratioTo = (line: Line, other: string | undefined, lines: ReadonlyArray<Line>): number | undefined => {
+  const reference = other === undefined ? undefined : lineOf(lines, other, line.connections)
   return reference === undefined ? undefined : line.perSecond / reference.perSecond
 }
 
 /** A figure, or a dash where the line has none. */
 const figure = (value: number, digits: number) => Number.isNaN(value) ? "-" : value.toFixed(digits)
 
+const percent = (ratio: number | undefined) => ratio === undefined || Number.isNaN(ratio) ? "" : `${(ratio * 100).toFixed(0)}%`
+
 const printTable = (lines: ReadonlyArray<Line>) => {
-  const header = ["scenario", "conns", "req/s", "p50 ms", "p99 ms", "CPU ms/req", "peak MiB", "ratio", "reference / note"]
+  const header = ["scenario", "conns", "req/s", "p50 ms", "p99 ms", "CPU ms/req", "GC %", "peak MiB", "vs floor", "vs bare", "note"]
   const rows = lines.map((line) => {
-    const ratio = ratioOf(line, lines)
+    const relative = ratioTo(line, line.relative, lines)
+    const note = relative === undefined ? line.note : `${percent(relative)} of ${line.relative}; ${line.note ?? ""}`
     return [
       line.scenario,
       line.connections === 0 ? "-" : String(line.connections),
@@ -511,9 +686,11 @@ const printTable = (lines: ReadonlyArray<Line>) => {
       figure(line.p50Ms, 1),
       figure(line.p99Ms, 1),
       figure(line.cpuMs, 2),
+      figure(line.gcShare * 100, 1),
       figure(line.peakMiB, 0),
-      ratio === undefined ? "" : `${(ratio * 100).toFixed(0)}%`,
-      [line.reference === undefined ? "" : `of ${line.reference}`, line.note ?? ""].filter((s) => s !== "").join("; ")
+      percent(ratioTo(line, line.floor, lines)),
+      percent(ratioTo(line, line.bare, lines)),
+      note ?? ""
     ]
   })
   console.log(formatTable(header, rows))
@@ -521,41 +698,96 @@ const printTable = (lines: ReadonlyArray<Line>) => {
 
 interface Goal {
   readonly label: string
-  readonly met: boolean
+  /** Undefined when the run did not measure what the target needs. */
+  readonly met: boolean | undefined
   readonly value: string
 }
 
-const goals = (lines: ReadonlyArray<Line>, peakMiB: number): ReadonlyArray<Goal> => {
+/** The connection counts the targets name. */
+const TARGET_CONNECTIONS = [10, 50] as const
+
+const ms = (value: number) => `${value.toFixed(1)} ms`
+
+const goals = (lines: ReadonlyArray<Line>, parts: ReadonlyArray<Part>, peakMiB: number): ReadonlyArray<Goal> => {
   const result: Array<Goal> = []
-  for (const line of lines) {
-    const ratio = ratioOf(line, lines)
-    if (line.scenario === "POST create" && ratio !== undefined) {
-      result.push({ label: `POST create ≥ 60% of bare INSERT at ${line.connections}`, met: ratio >= 0.6, value: `${(ratio * 100).toFixed(0)}%` })
-    }
-    if (line.scenario === "GET by id" && ratio !== undefined) {
-      result.push({ label: `GET by id ≥ 40% of bare SELECT at ${line.connections}`, met: ratio >= 0.4, value: `${(ratio * 100).toFixed(0)}%` })
-    }
-    if ((line.scenario === "POST create" || line.scenario === "GET by id") && line.connections === 50) {
-      result.push({ label: `${line.scenario} p99 < 30 ms at 50`, met: line.p99Ms < 30, value: `${line.p99Ms.toFixed(1)} ms` })
-    }
+  const unmeasured = (label: string) => result.push({ label, met: undefined, value: "not measured in this run" })
+
+  /** `scenario` at `connections` against `reference`'s req/s: at least `share` of it. */
+  const throughput = (scenario: string, reference: string, connections: number, share: number) => {
+    const label = `${scenario} ≥ ${(share * 100).toFixed(0)}% of ${reference} req/s at ${connections}`
+    const line = lineOf(lines, scenario, connections)
+    const ratio = line === undefined ? undefined : ratioTo(line, reference, lines)
+    if (ratio === undefined) return unmeasured(label)
+    result.push({ label, met: ratio >= share, value: percent(ratio) })
   }
-  for (const line of lines) {
-    if (line.scenario.startsWith("event stream")) {
-      result.push({ label: "event stream p99 < 50 ms with 100 streams", met: line.p99Ms < 50, value: `${line.p99Ms.toFixed(1)} ms` })
-    }
-    if (line.scenario.startsWith("live market intent") && line.connections === 10) {
-      result.push({ label: "live intent 201 → filled p99 < 150 ms at 10", met: line.p99Ms < 150, value: `${line.p99Ms.toFixed(1)} ms` })
-    }
-    if (line.scenario.startsWith("  router:")) {
+
+  /** `scenario`'s p99 at `connections` within `factor` times `reference`'s. */
+  const tail = (scenario: string, reference: string, connections: number, factor: number) => {
+    const label = `${scenario} p99 ≤ ${factor}× ${reference} p99 at ${connections}`
+    const line = lineOf(lines, scenario, connections)
+    const floor = lineOf(lines, reference, connections)
+    if (line === undefined || floor === undefined) return unmeasured(label)
+    result.push({
+      label,
+      met: line.p99Ms <= factor * floor.p99Ms,
+      value: `${ms(line.p99Ms)} against ${ms(floor.p99Ms)} (${(line.p99Ms / floor.p99Ms).toFixed(2)}×)`
+    })
+  }
+
+  if (parts.includes("lookup")) {
+    for (const connections of TARGET_CONNECTIONS) throughput(GET_BY_ID, FLOOR_SELECT, connections, 0.8)
+  }
+  if (parts.includes("create")) {
+    const label = `${POST_CREATE} ≥ 80% of ${FLOOR_INSERT} req/s at 50, all routed ≤ 1 s after the load`
+    const line = lineOf(lines, POST_CREATE, 50)
+    const ratio = line === undefined ? undefined : ratioTo(line, FLOOR_INSERT, lines)
+    if (line === undefined || ratio === undefined || line.drainMs === undefined) unmeasured(label)
+    else {
       result.push({
-        label: `${line.scenario.trim()} p99 < 20 ms at ${line.connections}`,
-        met: line.p99Ms < 20,
-        value: `${line.p99Ms.toFixed(1)} ms`
+        label,
+        met: ratio >= 0.8 && line.drainMs <= 1000,
+        value: `${percent(ratio)}, routed ${line.drainMs.toFixed(0)} ms after the load`
       })
     }
   }
-  result.push({ label: "service peak memory < 250 MB", met: peakMiB * 1.048576 < 250, value: `${(peakMiB * 1.048576).toFixed(0)} MB` })
+  if (parts.includes("lookup")) {
+    for (const connections of TARGET_CONNECTIONS) throughput(GET_LIST, FLOOR_SELECT, connections, 0.5)
+    for (const connections of TARGET_CONNECTIONS) tail(GET_BY_ID, FLOOR_SELECT, connections, 1.5)
+  }
+  if (parts.includes("create")) {
+    for (const connections of TARGET_CONNECTIONS) tail(POST_CREATE, FLOOR_INSERT, connections, 1.5)
+  }
+  if (parts.includes("e2e")) {
+    const label = "market intent 201 → GET shows filled p99 < 100 ms at 10"
+    const line = lineOf(lines, ANSWERED_TO_FILLED, 10)
+    if (line === undefined) unmeasured(label)
+    else result.push({ label, met: line.p99Ms < 100, value: ms(line.p99Ms) })
+  }
+  const peakMB = peakMiB * 1.048576
+  result.push({ label: "service peak RSS < 250 MB", met: peakMB < 250, value: `${peakMB.toFixed(0)} MB` })
+  for (const line of lines) {
+    if (line.scenario.startsWith("event stream")) {
+      result.push({ label: "event stream p99 < 50 ms with 100 streams", met: line.p99Ms < 50, value: ms(line.p99Ms) })
+    }
+    if (line.scenario.startsWith("live market intent") && line.connections === 10) {
+      const label = "live intent (Alpaca fake) 201 → filled p99 < 150 ms at 10"
+      result.push({ label, met: line.p99Ms < 150, value: ms(line.p99Ms) })
+    }
+    if (line.scenario.startsWith("  router:")) {
+      const label = `${line.scenario.trim()} p99 < 20 ms at ${line.connections}`
+      result.push({ label, met: line.p99Ms < 20, value: ms(line.p99Ms) })
+    }
+  }
   return result
+}
+
+/** One process's whole life: peak memory, CPU and the share of it spent in GC. */
+const processSummary = (name: string, pid: number, gc: GcTally) => {
+  const share = gcShareBetween(PROCESS_START, gcSnapshot(pid, gc))
+  const seconds = (value: number) => `${(value / 1000).toFixed(1)} s`
+  return `${name}: peak RSS ${peakRssMiB(pid).toFixed(0)} MiB, ${seconds(cpuMs(pid))} CPU, ` +
+    `GC ${(share.share * 100).toFixed(1)}% of it (${seconds(share.gcCpuMs)} in ${gc.collections()} collections; ` +
+    `${seconds(share.gcClockMs)} by V8's clock)`
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -578,51 +810,81 @@ const main = async () => {
   const database = await freshDatabase(admin)
   const children: Array<ChildProcess> = []
   const alpaca = await FakeAlpaca.start()
+  const db = new pg.Client({ connectionString: database.url })
   try {
-    const service = await startHealthy(database.url, {
+    await db.connect()
+    const { service, gc: serviceGc } = await startService(database.url, {
       ...alpacaEnv(alpaca),
       CREDENTIALS_KEY: randomBytes(32).toString("hex")
     })
     children.push(service.child)
-    const referenceServer = await startReference(database.url)
+    const referenceServer = await startReferenceServer("Reference.ts", database.url, "reference")
     children.push(referenceServer.child)
+    const floorServer = await startReferenceServer("StackFloor.ts", database.url, "floor")
+    children.push(floorServer.child)
     const context: Context = {
       settings,
       databaseUrl: database.url,
+      db,
       runId: randomBytes(4).toString("hex"),
       service,
+      serviceGc,
       account: await provision(service.baseUrl),
-      reference: referenceServer
+      reference: referenceServer,
+      floor: floorServer
     }
     const lines: Array<Line> = []
     // Lookups need intents to look up: the creation runs make them.
-    const parts = settings.parts.includes("lookup") && !settings.parts.includes("create")
+    const parts: ReadonlyArray<Part> = settings.parts.includes("lookup") && !settings.parts.includes("create")
       ? ["create", ...settings.parts]
       : settings.parts
-    if (parts.includes("create")) {
+    /**
+     * Runs one part of the bench. A part that fails (a non-2xx answer, a stream the service
+     * closed) is reported and its lines are missing, but the other parts still run and print: the
+     * run then ends with a non-zero exit code.
+     */
+    const failures: Array<string> = []
+    const part = async (name: Part, work: () => Promise<void>) => {
+      if (!parts.includes(name)) return
+      try {
+        await work()
+      } catch (error) {
+        console.error(`${name}: failed`, error)
+        failures.push(`${name}: ${error instanceof Error ? error.message : String(error)}`)
+        await quiesce(database.url).catch(() => undefined)
+      }
+    }
+    await part("create", async () => {
       for (const connections of settings.connections) {
         console.log(`creations at ${connections} connections`)
         lines.push(...(await createScenarios(context, connections)))
       }
-    }
-    if (parts.includes("lookup")) lines.push(...(await lookups(context)))
-    if (parts.includes("e2e")) {
+    })
+    await part("lookup", async () => {
+      lines.push(...(await lookups(context)))
+    })
+    await part("e2e", async () => {
       for (const connections of settings.connections) {
         console.log(`end to end at ${connections} connections`)
-        lines.push(await endToEnd(context, connections))
+        lines.push(...(await endToEnd(context, connections)))
       }
-    }
-    if (parts.includes("webhooks")) {
+    })
+    await part("webhooks", async () => {
       for (const connections of settings.connections) {
         console.log(`webhooks at ${connections} connections`)
         lines.push(...(await webhooks(context, connections)))
       }
-    }
-    if (parts.includes("events")) lines.push(...(await eventScenarios(context)))
-    if (parts.includes("alpaca")) {
+    })
+    await part("events", async () => {
+      lines.push(...(await eventScenarios(context)))
+    })
+    await part("alpaca", async () => {
       for (const connections of settings.connections) {
         console.log(`live intents through the fake Alpaca at ${connections} connections`)
-        const live = await liveEndToEnd(service, database.url, alpaca, context.account.userId, connections, settings.intents)
+        const { result: live, gcShare } = await measured(
+          serviceProcess(context),
+          () => liveEndToEnd(service, database.url, alpaca, context.account.userId, connections, settings.intents)
+        )
         lines.push(
           {
             scenario: "live market intent, 201 → filled committed (Alpaca fake)",
@@ -631,8 +893,9 @@ const main = async () => {
             p50Ms: live.p50Ms,
             p99Ms: live.p99Ms,
             cpuMs: live.cpuMs,
+            gcShare,
             peakMiB: live.peakMiB,
-            note: `${live.intents} intents, one Alpaca account per client`
+            note: `${live.intents} intents, one Alpaca account per client; GC % over the setup too`
           },
           {
             scenario: "  router: 201 → Alpaca receives the POST",
@@ -641,6 +904,7 @@ const main = async () => {
             p50Ms: live.submit.p50,
             p99Ms: live.submit.p99,
             cpuMs: Number.NaN,
+            gcShare: Number.NaN,
             peakMiB: Number.NaN
           },
           {
@@ -650,24 +914,37 @@ const main = async () => {
             p50Ms: live.fill.p50,
             p99Ms: live.fill.p99,
             cpuMs: Number.NaN,
+            gcShare: Number.NaN,
             peakMiB: Number.NaN
           }
         )
         await quiesce(database.url)
       }
-    }
+    })
     const peak = peakRssMiB(pidOf(service.child))
-    const referencePeak = peakRssMiB(referenceServer.pid)
     console.log()
     printTable(lines)
+    console.log()
+    console.log(processSummary("service", pidOf(service.child), serviceGc))
+    console.log(processSummary("floor", floorServer.pid, floorServer.gc))
+    console.log(processSummary("bare reference", referenceServer.pid, referenceServer.gc))
     console.log(
-      `\nservice: peak RSS ${peak.toFixed(0)} MiB over the whole run, ${(cpuMs(pidOf(service.child)) / 1000).toFixed(1)} s CPU;` +
-        ` reference server: peak RSS ${referencePeak.toFixed(0)} MiB. CPU is the server process's alone (not PostgreSQL's).`
+      "CPU is each server process's alone (not PostgreSQL's). GC: V8's GC trace (--trace-gc-nvp), its clock time" +
+        " scaled by the share of runnable time the threads were on a core (schedstat)."
     )
     console.log("\ntargets:")
-    for (const goal of goals(lines, peak)) console.log(`  ${goal.met ? "MET " : "MISS"}  ${goal.label}: ${goal.value}`)
+    for (const goal of goals(lines, parts, peak)) {
+      const status = goal.met === undefined ? "n/a " : goal.met ? "MET " : "MISS"
+      console.log(`  ${status}  ${goal.label}: ${goal.value}`)
+    }
+    if (failures.length > 0) {
+      console.log("\nfailed parts (their lines are missing above):")
+      for (const failure of failures) console.log(`  ${failure}`)
+      process.exitCode = 1
+    }
   } finally {
     await Promise.all(children.map((child) => stopService(child)))
+    await db.end().catch(() => undefined)
     await alpaca.stop()
     await dropDatabase(admin, database.name)
   }

@@ -63,8 +63,27 @@ export const streamLatency = async (service: Service, options: {
     followers.push({ key: key.key, brokerId: broker.id, abort: new AbortController(), latencies: [], events: 0 })
   }
   let open = 0
-  const reading = followers.map((follower) => follow(service.baseUrl, follower, () => open++))
-  while (open < followers.length) await sleep(10)
+  // A stream that fails or that the service closes fails the run, with its cause, once the bench
+  // next looks (not as an unhandled rejection in the middle of it).
+  const failures: Array<unknown> = []
+  const reading = followers.map((follower) =>
+    follow(service.baseUrl, follower, () => open++).catch((error: unknown) => {
+      failures.push(error)
+    })
+  )
+  const check = () => {
+    if (failures.length === 0) return
+    for (const follower of followers) follower.abort.abort()
+    const cause = failures[0]
+    const detail = cause instanceof Error && cause.cause instanceof Error
+      ? `${cause.message}: ${cause.cause.message}`
+      : String(cause)
+    throw new Error(`${failures.length} event stream(s) ended before the run did (${detail})`, { cause })
+  }
+  while (open < followers.length) {
+    check()
+    await sleep(10)
+  }
   const runId = Crypto.randomBytes(4).toString("hex")
   const started = performance.now()
   await runClients(options.intents, options.clients, async (index, signal) => {
@@ -75,16 +94,24 @@ export const streamLatency = async (service: Service, options: {
       signal
     })
     expectStatus("POST /api/v1/intents", created, 201)
+  }).catch((error: unknown) => {
+    for (const follower of followers) follower.abort.abort()
+    throw error
   })
   // Every intent's two events arrive.
   const deadline = Date.now() + 60_000
   while (followers.reduce((sum, f) => sum + f.events, 0) < options.intents * 2) {
-    if (Date.now() > deadline) throw new Error("not every event reached its stream within a minute")
+    check()
+    if (Date.now() > deadline) {
+      for (const follower of followers) follower.abort.abort()
+      throw new Error("not every event reached its stream within a minute")
+    }
     await sleep(10)
   }
   const seconds = (performance.now() - started) / 1000
   for (const follower of followers) follower.abort.abort()
   await Promise.all(reading)
+  check()
   const latency = spread(followers.flatMap((follower) => follower.latencies))
   return { events: options.intents * 2, perSecond: (options.intents * 2) / seconds, ...latency }
 }

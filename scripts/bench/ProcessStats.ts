@@ -1,5 +1,5 @@
 /** CPU time and memory of a process, read from Linux's /proc. */
-import { readFileSync } from "node:fs"
+import { readdirSync, readFileSync } from "node:fs"
 
 /** Clock ticks per second of /proc/<pid>/stat's times (USER_HZ, 100 on Linux). */
 const TICKS_PER_SECOND = 100
@@ -23,6 +23,35 @@ export const rssMiB = (pid: number): number => statusKiB(pid, "VmRSS") / 1024
 
 /** The highest resident memory since the process started, in MiB. */
 export const peakRssMiB = (pid: number): number => statusKiB(pid, "VmHWM") / 1024
+
+/** Time a thread (or a set of threads) spent on a core, and runnable but waiting for one, in ms. */
+export interface Scheduled {
+  readonly cpuMs: number
+  readonly waitMs: number
+}
+
+/**
+ * From /proc/<pid>/task/<tid>/schedstat (nanoseconds): the main thread's time on a core and in the
+ * run queue, and the same summed over the process's other threads (V8's helpers among them).
+ * Threads that have exited are no longer counted.
+ */
+export const threadTimes = (pid: number): { readonly main: Scheduled; readonly others: Scheduled } => {
+  let main: Scheduled = { cpuMs: 0, waitMs: 0 }
+  let others: Scheduled = { cpuMs: 0, waitMs: 0 }
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let text: string
+    try {
+      text = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8")
+    } catch {
+      continue // the thread ended meanwhile
+    }
+    const [onCpu, waiting] = text.trim().split(" ").map(Number)
+    const times = { cpuMs: (onCpu ?? 0) / 1e6, waitMs: (waiting ?? 0) / 1e6 }
+    if (tid === String(pid)) main = times
+    else others = { cpuMs: others.cpuMs + times.cpuMs, waitMs: others.waitMs + times.waitMs }
+  }
+  return { main, others }
+}
 
 /** Samples `pid`'s CPU and memory while `work` runs: CPU ms spent and the highest RSS seen. */
 export const measure = async <A>(

@@ -1,30 +1,21 @@
 /**
  * The bench's reference: a bare `node:http` + `pg` server with a 10-connection pool, doing one
  * INSERT per creation (`POST /intents`), one SELECT by primary key per lookup
- * (`GET /intents/:id`) and one SELECT of a page of 100 rows (`GET /intents?page`), with no framework, validation, authentication or limiter. It shows what
- * the platform itself can do on this machine. Run as a child process by scripts/bench.ts:
+ * (`GET /intents/:id`) and one SELECT of a page of 100 rows (`GET /intents?page`), with no
+ * framework, validation, authentication or limiter. It shows what the platform itself can do on
+ * this machine. Run as a child process by scripts/bench.ts:
  * `node --import tsx scripts/bench/Reference.ts <database url> <port>`.
  */
 import { createServer } from "node:http"
 import pg from "pg"
+import { createTable } from "./ReferenceTable.js"
 
 const [databaseUrl, port] = process.argv.slice(2)
 if (databaseUrl === undefined || port === undefined) throw new Error("usage: Reference.ts <database url> <port>")
 
 const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 })
 
-await pool.query(`
-  CREATE TABLE IF NOT EXISTS reference_intents (
-    id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
-    intent_id text NOT NULL UNIQUE,
-    symbol text NOT NULL,
-    side text NOT NULL,
-    quantity numeric NOT NULL,
-    order_type text NOT NULL,
-    broker_id uuid NOT NULL,
-    status text NOT NULL DEFAULT 'pending',
-    created_at timestamptz NOT NULL DEFAULT now()
-  )`)
+await pool.query(createTable("reference_intents"))
 
 const send = (res: import("node:http").ServerResponse, status: number, body: unknown) => {
   const text = JSON.stringify(body)
