@@ -15,6 +15,7 @@ import EventFeed from "./migrations/0010_event_feed.js"
 import DashboardLogins from "./migrations/0011_dashboard_logins.js"
 import WebhookTestEvents from "./migrations/0012_webhook_test_events.js"
 import MockPrices from "./migrations/0013_mock_prices.js"
+import IntentDocument from "./migrations/0014_intent_document.js"
 
 /** Every migration, statically imported so that a bundled build finds them. */
 export const loader = Migrator.fromRecord({
@@ -30,7 +31,8 @@ export const loader = Migrator.fromRecord({
   "0010_event_feed": EventFeed,
   "0011_dashboard_logins": DashboardLogins,
   "0012_webhook_test_events": WebhookTestEvents,
-  "0013_mock_prices": MockPrices
+  "0013_mock_prices": MockPrices,
+  "0014_intent_document": IntentDocument
 })
 
 export const run = Migrator.make({})({ loader })

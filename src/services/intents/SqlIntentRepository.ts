@@ -24,7 +24,7 @@ import type { IntentQuery, IntentRef, IntentRepository, Quota } from "./IntentRe
 import { ROUTING_CHANNEL } from "../../sql/Channels.js"
 import { orDie } from "../../sql/Defects.js"
 import * as Outbox from "../../sql/Outbox.js"
-import { DELIVERIES_DUE, eventTables, EVENTS_WRITTEN, intentObject } from "../../sql/Outbox.js"
+import { DELIVERIES_DUE, eventTables, EVENTS_WRITTEN } from "../../sql/Outbox.js"
 import * as Tables from "../../sql/Tables.js"
 
 interface Creation {
@@ -72,7 +72,7 @@ export const CREATION_QUEUE = 1_000
 
 export const make = (options: Options = {}) => Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const intent = sql.literal(`${intentObject} AS intent`)
+  const intent = sql.literal("intent_document(i) AS intent")
 
   const ownedBy = (owner: typeof OwnerRequest.Encoded) => [sql`i.user_id = ${owner.user_id}`, sql`i.mode = ${owner.mode}`]
   const owned = (owner: Owner) => ({ user_id: owner.userId, mode: owner.mode })
@@ -185,7 +185,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
     Request: Schema.Struct({ ...OwnerRequest.fields, id: Schema.optional(IntentId), intent_id: Schema.optional(Schema.String) }),
     Result: Schema.Struct({ intent: Schema.String }),
     execute: (request) =>
-      sql`SELECT ${sql.literal(intentObject)}::text AS intent FROM intents i WHERE ${
+      sql`SELECT intent_document(i)::text AS intent FROM intents i WHERE ${
         sql.and([
           ...ownedBy(request),
           ...(request.id !== undefined ? [sql`i.id = ${request.id}`] : []),
@@ -203,7 +203,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
             (SELECT count(*) FROM intents i WHERE ${listWhere(query)})::text AS total,
             COALESCE((
               SELECT json_agg(page.intent ORDER BY page.created_at DESC, page.id DESC) FROM (
-                SELECT i.created_at, i.id, ${intent} FROM intents i WHERE ${listWhere(query)}
+                SELECT i.created_at, i.id, intent_document(i) AS intent FROM intents i WHERE ${listWhere(query)}
                 ORDER BY i.created_at DESC, i.id DESC
                 LIMIT ${query.limit} OFFSET ${query.offset}
               ) page
