@@ -26,7 +26,9 @@ const apiFields = <F extends Schema.Struct.Fields>(table: Tables.Table<F>, view:
 /**
  * An intent with its orders and their fills, built as one JSON document by the database so that a
  * lookup is one round trip, in exactly the API's format (ISO 8601 UTC with `Z`, JSON numbers): it
- * decodes through the response schema, and events carry it as GET shows it.
+ * decodes through the response schema, and events carry it as GET shows it. The statements call it
+ * as the function `intent_document(intents)` that a migration defines with this body: a change
+ * here needs a migration that replaces the function.
  */
 export const intentObject = `json_build_object(
   ${apiFields(Tables.Intents, TradeIntent.fields, "i")},
@@ -52,7 +54,7 @@ export const eventTables = (
 ) =>
   sql`event AS (
         INSERT INTO events (id, user_id, mode, intent_id, type, data, created_at)
-        SELECT ${event.id}, i.user_id, i.mode, i.id, ${event.type}, ${sql.literal(intentObject)}, ${event.at}
+        SELECT ${event.id}, i.user_id, i.mode, i.id, ${event.type}, intent_document(i::intents), ${event.at}
         FROM ${source}
         RETURNING id, user_id, mode, type, created_at
       ), deliveries AS (
