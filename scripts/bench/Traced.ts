@@ -18,8 +18,8 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { createInterface } from "node:readline"
 import type { Readable } from "node:stream"
-import { startArgs } from "../../test/support/Harness.js"
-import { ADMIN_TOKEN, build, freePort, ROOT, type Service, sleep } from "../lib/Service.js"
+import { startArgs, untilHealthy } from "../../test/support/Harness.js"
+import { ADMIN_TOKEN, build, freePort, ROOT, type Service } from "../lib/Service.js"
 import { type Scheduled, threadTimes } from "./ProcessStats.js"
 
 const GC_FLAG = "--trace-gc-nvp"
@@ -185,17 +185,8 @@ export const startService = async (
   }, labelled(label))
   const { child } = traced
   const baseUrl = `http://127.0.0.1:${port}`
-  const deadline = Date.now() + healthTimeoutMs
-  while (Date.now() < deadline && child.exitCode === null) {
-    const healthy = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(1000) }).then(
-      async (response) => {
-        await response.body?.cancel()
-        return response.status === 200
-      },
-      () => false
-    )
-    if (healthy) return { service: { child, baseUrl, port, output: traced.output }, gc: traced.gc }
-    await sleep(200)
+  if (await untilHealthy(child, baseUrl, healthTimeoutMs)) {
+    return { service: { child, baseUrl, port, output: traced.output }, gc: traced.gc }
   }
   child.kill("SIGKILL")
   throw new Error(`${label} did not start (exit code ${child.exitCode}):\n${traced.output()}`)

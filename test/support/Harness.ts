@@ -66,6 +66,23 @@ export interface StartOptions {
  * The caller's DATABASE_URL and REDIS_URL never leak in: without one the service runs on PGlite,
  * without the other it counts requests in the database; pass them in `env`.
  */
+/** Whether `/healthz` at `baseUrl` answered 200 within `timeoutMs`, asked every 200 ms while `child` runs. */
+export const untilHealthy = async (child: ChildProcess, baseUrl: string, timeoutMs: number): Promise<boolean> => {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline && child.exitCode === null) {
+    const healthy = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(1000) }).then(
+      async (response) => {
+        await response.body?.cancel()
+        return response.status === 200
+      },
+      () => false
+    )
+    if (healthy) return true
+    await sleep(200)
+  }
+  return false
+}
+
 export const start = async (env: Record<string, string>, options: StartOptions = {}): Promise<Started> => {
   const port = await freePort()
   const { DATABASE_URL: _database, REDIS_URL: _redis, ...inherited } = process.env
@@ -83,18 +100,7 @@ export const start = async (env: Record<string, string>, options: StartOptions =
   child.stdout?.on("data", take)
   child.stderr?.on("data", take)
   const baseUrl = `http://127.0.0.1:${port}`
-  const deadline = Date.now() + (options.healthTimeoutMs ?? 60_000)
-  while (Date.now() < deadline && child.exitCode === null) {
-    const healthy = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(1000) }).then(
-      async (response) => {
-        await response.body?.cancel()
-        return response.status === 200
-      },
-      () => false
-    )
-    if (healthy) return { child, baseUrl, port, output: () => output }
-    await sleep(200)
-  }
+  if (await untilHealthy(child, baseUrl, options.healthTimeoutMs ?? 60_000)) return { child, baseUrl, port, output: () => output }
   child.kill("SIGKILL")
   throw new Error(`the service did not start (exit code ${child.exitCode}):\n${output}`)
 }
