@@ -104,7 +104,7 @@ for (const [name, server] of servers) {
 
           const again = yield* owner.call("POST", "login", { json: { email, password: PASSWORD } })
           expect(again.status).toBe(200)
-        }))
+        }), 120_000) // awayFromWindowEnd may wait up to a minute
     })
 
     describe("CSRF", () => {
@@ -371,7 +371,7 @@ for (const [name, server] of servers) {
           const wrong = yield* Browser.make().call("POST", "login", { json: { email, password: "a wrong guess!" } })
           expect(wrong.status).toBe(429)
           expect(wrong.setCookies).toEqual([])
-        }))
+        }), 120_000) // awayFromWindowEnd may wait up to a minute
     })
   })
 }

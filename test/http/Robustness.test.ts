@@ -72,7 +72,7 @@ const failingReads = Layer.effect(
   IntentRepository,
   Effect.map(InMemoryIntentRepository.make, (repository) => ({
     ...repository,
-    findById: () => Effect.die(new Error("connection to 10.0.0.7:5432 refused; password=hunter2"))
+    findJson: () => Effect.die(new Error("connection to 10.0.0.7:5432 refused; password=hunter2"))
   }))
 )
 

@@ -88,7 +88,7 @@ describe("OpenTelemetry export", () => {
         await found.body?.cancel()
 
         const named = (name: string) => spansOf(collector).filter((span) => span.name === name)
-        await eventually(() => named("Intents.create").length > 0 && named("IntentRepository.findById").length > 0, 10)
+        await eventually(() => named("Intents.create").length > 0 && named("IntentRepository.findJson").length > 0, 10)
         const spans = spansOf(collector)
         expect(new Set(spans.map((span) => span.service))).toEqual(new Set(["tir-under-test"]))
 
@@ -104,7 +104,7 @@ describe("OpenTelemetry export", () => {
         const create = named("Intents.create").find((span) => span.traceId === post?.traceId)
         expect(create).toBeDefined()
         expect(named("IntentRepository.create").some((span) => span.parentSpanId === create?.spanId)).toBe(true)
-        expect(named("IntentRepository.findById").some((span) => span.traceId === get?.traceId)).toBe(true)
+        expect(named("IntentRepository.findJson").some((span) => span.traceId === get?.traceId)).toBe(true)
         expect(spans.some((span) => span.name === "sql.execute")).toBe(true)
         // Probes are not traced: the harness polled /healthz before it returned.
         expect(spans.some((span) => attribute(span.attributes, "url.path") === "/healthz")).toBe(false)
