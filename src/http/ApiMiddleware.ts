@@ -11,7 +11,7 @@ import { malformedPathId } from "../api/ApiErrors.js"
 import { ValidationError, WireErrors } from "../domain/Errors.js"
 import { isDatabaseUnavailable } from "../sql/Availability.js"
 import * as BoundedRequest from "./BoundedRequest.js"
-import { MAX_BODY_BYTES } from "./Edge.js"
+import { hasBody, MAX_BODY_BYTES } from "./Edge.js"
 import { errorResponse } from "./ErrorResponse.js"
 
 type Issue = HttpApiDecodeError["issues"][number]
@@ -56,6 +56,8 @@ export const layer = HttpApiBuilder.middleware(Api, (app) =>
       (request) =>
         hasNulInPath(request.url)
           ? errorResponse(WireErrors.NotFound)
+          : !hasBody(request.headers)
+          ? app // nothing to read: no bounded body to set up (most requests, every lookup)
           : Effect.flatMap(
             BoundedRequest.make(request, MAX_BODY_BYTES),
             (bounded) => Effect.provideService(app, HttpServerRequest.HttpServerRequest, bounded)

@@ -18,7 +18,8 @@ import * as HttpMetrics from "./HttpMetrics.js"
  */
 export const MAX_BODY_BYTES = 64 * 1024
 
-const hasBody = (headers: Readonly<Record<string, string | undefined>>) =>
+/** Whether a request carries a body: a non-zero `Content-Length`, or a `Transfer-Encoding`. */
+export const hasBody = (headers: Readonly<Record<string, string | undefined>>) =>
   (headers["content-length"] !== undefined && headers["content-length"] !== "0") ||
   headers["transfer-encoding"] !== undefined
 
