@@ -151,30 +151,4 @@ describe("OpenTelemetry export", () => {
         await collector.close()
       }
     }), 90_000)
-
-  it("an empty endpoint counts as unset: telemetry is off and the other OTEL_ variables are not read", () =>
-    withDataDir(async (dataDir) => {
-      const service = await start({
-        DATA_DIR: dataDir,
-        ADMIN_TOKEN: "adm",
-        LOG_LEVEL: "info",
-        OTEL_EXPORTER_OTLP_ENDPOINT: "",
-        OTEL_EXPORTER_OTLP_PROTOCOL: "grpc",
-        OTEL_BSP_SCHEDULE_DELAY: "soon"
-      })
-      expect(service.output()).toContain("telemetry=off")
-      const { brokerId, key } = await signUpOver(service.baseUrl, "adm")
-      await createIntent(service.baseUrl, key, { ...order, intent_id: "otel-3", broker_id: brokerId })
-      expect(await stop(service.child)).toBe(0)
-    }), 60_000)
-
-  it("a protocol other than http/protobuf or http/json stops the service at start, naming the variable", () =>
-    withDataDir(async (dataDir) => {
-      // The harness's start fails with what the process printed when it exits before answering.
-      await expect(Harness.start({
-        DATA_DIR: dataDir,
-        OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318",
-        OTEL_EXPORTER_OTLP_PROTOCOL: "grpc"
-      })).rejects.toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL/)
-    }), 60_000)
 })
