@@ -11,7 +11,7 @@ const linesOf = (output: string): ReadonlyArray<Record<string, unknown>> =>
   output.split("\n").filter((line) => line.startsWith("{")).map((line): Record<string, unknown> => JSON.parse(line))
 
 describe("state changes in the logs", () => {
-  it("each intent status change and each delivery attempt is one JSON line naming the intent or delivery", async () => {
+  it("each intent status change and each delivery attempt is one JSON line naming the intent or delivery; start and stop lines", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "tir-logs-"))
     // The receiver fails the first delivery (a retry follows after 50 ms), then accepts.
     const receiver = await listen((_, n) => n === 1 ? 503 : 200)
@@ -50,6 +50,20 @@ describe("state changes in the logs", () => {
         expect.objectContaining({ status_code: 200, delivery_id: retried[0]?.["delivery_id"] })
       ])
       expect(await stop(service.child)).toBe(0)
+      // The first line says how the instance is set up (never a secret), the last that it stopped.
+      const lines = linesOf(service.output())
+      expect(lines[0]).toMatchObject({
+        msg: "starting",
+        database: `pglite (${dataDir})`,
+        admin_api: "on",
+        rate_limits: "database",
+        signup: "open",
+        public_url: "unset",
+        telemetry: "off",
+        listen: expect.stringMatching(/^127\.0\.0\.1:\d+$/)
+      })
+      expect(service.output()).not.toContain("adm\"")
+      expect(lines.at(-1)).toMatchObject({ msg: "stopped", level: "info" })
     } finally {
       await receiver.close()
       rmSync(dataDir, { recursive: true, force: true })
