@@ -10,6 +10,7 @@ import * as Ref from "effect/Ref"
 import * as Stream from "effect/Stream"
 import { AppConfig } from "../Config.js"
 import * as Migrations from "./Migrations.js"
+import * as GuardedPool from "./GuardedPool.js"
 import * as PgListen from "./PgListen.js"
 import * as PgLite from "./PgLite.js"
 
@@ -93,7 +94,35 @@ export const postgres = (url: PgClient.PgClientConfig["url"]) =>
       })
     ),
     Layer.succeed(DatabaseInfo, { kind: "postgres", dataDir: undefined })
-  ).pipe(Layer.provideMerge(PgClient.layer({ url, maxConnections: 10, applicationName: APPLICATION_NAME })))
+  ).pipe(Layer.provideMerge(PgClient.layerFromPool({ acquire: guardedPool(url), applicationName: APPLICATION_NAME })))
+
+/**
+ * The pool of 10 connections (see `GuardedPool`), checked with a first statement before anything
+ * uses it (a database that cannot be reached stops the start), and ended with the Layer.
+ */
+const guardedPool = (url: PgClient.PgClientConfig["url"]) =>
+  Effect.acquireRelease(
+    Effect.sync(() =>
+      GuardedPool.make({
+        connectionString: url === undefined ? undefined : Redacted.value(url),
+        max: 10,
+        application_name: APPLICATION_NAME
+      })
+    ),
+    (pool) => Effect.promise(() => pool.end()).pipe(Effect.timeoutOption(1000))
+  ).pipe(
+    Effect.tap((pool) =>
+      Effect.tryPromise({
+        try: () => pool.query("SELECT 1"),
+        catch: (cause) => new SqlError({ cause, message: "PgClient: Failed to connect" })
+      }).pipe(
+        Effect.timeoutFail({
+          duration: "5 seconds",
+          onTimeout: () => new SqlError({ cause: new Error("Connection timed out"), message: "PgClient: Connection timed out" })
+        })
+      )
+    )
+  )
 
 /** Embedded PGlite in `dataDir` (in memory when undefined): one connection in-process, never lost. */
 export const pglite = (dataDir: string | undefined) =>
