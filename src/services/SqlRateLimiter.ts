@@ -5,7 +5,6 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
-import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
 import { decide, granted, leaseSize, type RateDecision, rateWindow } from "../domain/Limits.js"
 import * as Batched from "../sql/Batched.js"
@@ -145,28 +144,23 @@ export const make = Effect.gen(function*() {
   // request's path: once a minute at most, and not at all while nothing is counted. No timer: a
   // clock moved far ahead (`TestClock`) would run one sweep per minute passed.
   const sweeps = yield* FiberSet.make()
-  const swept = yield* Ref.make(0)
-  const sweepOnNewWindow = (windowStart: number) =>
-    Effect.flatMap(
-      Ref.modify(swept, (last) => [windowStart > last, Math.max(last, windowStart)]),
-      (due) => {
-        if (!due) return Effect.void
-        for (const [bucket, held] of leases) if (held.window < windowStart && held.pending === undefined) leases.delete(bucket)
-        return FiberSet.run(
-          sweeps,
-          sweep.pipe(
-            Effect.provideService(SqlClient.SqlClient, sql),
-            Effect.catchAllCause((cause) => Effect.logWarning("rate_limits: ended windows not swept", cause))
-          )
-        )
-      }
+  let swept = 0
+  /** The first request of a new window forgets ended leases and sweeps ended rows, off its path. */
+  const sweepOnNewWindow = (windowStart: number) => {
+    swept = windowStart
+    for (const [bucket, held] of leases) if (held.window < windowStart && held.pending === undefined) leases.delete(bucket)
+    return FiberSet.run(
+      sweeps,
+      sweep.pipe(
+        Effect.provideService(SqlClient.SqlClient, sql),
+        Effect.catchAllCause((cause) => Effect.logWarning("rate_limits: ended windows not swept", cause))
+      )
     )
+  }
 
-  const consume = (bucket: string, limit: number): Effect.Effect<RateDecision> =>
+  /** Waits for the lease on its way, or takes one, until the bucket's request is admitted or refused. */
+  const consumeSlowly = (bucket: string, limit: number, window: number, now: DateTime.Utc) =>
     Effect.gen(function*() {
-      const now = yield* DateTime.now
-      const window = rateWindow(now).start
-      yield* sweepOnNewWindow(window)
       while (true) {
         const next = step(bucket, limit, window)
         switch (next._tag) {
@@ -181,6 +175,22 @@ export const make = Effect.gen(function*() {
             yield* takeLease(bucket, limit, window, next.size)
         }
       }
+    })
+
+  // Most requests are admitted from the lease in memory: that path is one synchronous step.
+  const consume = (bucket: string, limit: number): Effect.Effect<RateDecision> =>
+    Effect.flatMap(DateTime.now, (now) => {
+      const window = rateWindow(now).start
+      const sweeping = window > swept ? sweepOnNewWindow(window) : Effect.void
+      const next = step(bucket, limit, window)
+      const decided = next._tag === "Admit"
+        ? Effect.succeed(decide(limit, next.count, now))
+        : next._tag === "Refuse"
+        ? Effect.succeed(decide(limit, limit + 1, now))
+        : next._tag === "Wait"
+        ? Effect.zipRight(Deferred.await(next.lease), consumeSlowly(bucket, limit, window, now))
+        : Effect.zipRight(takeLease(bucket, limit, window, next.size), consumeSlowly(bucket, limit, window, now))
+      return Effect.zipRight(sweeping, decided)
     })
 
   return { consume }
