@@ -7,7 +7,6 @@ import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import * as Ref from "effect/Ref"
 import * as Crypto from "node:crypto"
 import { AdminAuth, ApiKeyAuth } from "../api/Security.js"
 import { apiKeyMode } from "../domain/ApiKeyFormat.js"
@@ -73,25 +72,21 @@ export const ApiKeyAuthLive = (options: ApiKeyAuthOptions) => Layer.scoped(
     const limiter = yield* RateLimiter
     const failures = yield* AuthFailures.make({ perMinute: options.authFailuresPerMinute })
     const touches = yield* FiberSet.make()
-    const lastTouched = yield* Ref.make({ map: new Map<string, number>(), swept: 0 })
-
-    // A key's entry is dropped once it is due again: the map holds the keys used in the last minute,
-    // swept at most once a minute, by the first touch after it.
-    const touch = (keyId: ApiKeyId, now: DateTime.Utc) =>
-      Effect.gen(function*() {
-        const at = DateTime.toEpochMillis(now)
-        const due = yield* Ref.modify(lastTouched, ({ map, swept }) => {
-          const current = at - swept < LAST_USED_EVERY_MS
-            ? map
-            : new Map([...map].filter(([, last]) => at - last < LAST_USED_EVERY_MS))
-          const next = { map: current, swept: current === map ? swept : at }
-          const last = current.get(keyId)
-          return last !== undefined && at - last < LAST_USED_EVERY_MS
-            ? [false, next]
-            : [true, { ...next, map: new Map(current).set(keyId, at) }]
-        })
-        if (due) yield* FiberSet.run(touches, accounts.touchApiKey(keyId, now))
-      })
+    // When each key was last written: the keys used in the last minute, swept at most once a
+    // minute, by the first touch after it. A key is written again once a minute has passed.
+    let lastTouched = new Map<string, number>()
+    let swept = 0
+    const touch = (keyId: ApiKeyId, now: DateTime.Utc) => {
+      const at = DateTime.toEpochMillis(now)
+      if (at - swept >= LAST_USED_EVERY_MS) {
+        lastTouched = new Map([...lastTouched].filter(([, last]) => at - last < LAST_USED_EVERY_MS))
+        swept = at
+      }
+      const last = lastTouched.get(keyId)
+      if (last !== undefined && at - last < LAST_USED_EVERY_MS) return Effect.void
+      lastTouched.set(keyId, at)
+      return FiberSet.run(touches, accounts.touchApiKey(keyId, now))
+    }
 
     return ApiKeyAuth.of({
       apiKey: () =>
