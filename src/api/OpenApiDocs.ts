@@ -4,7 +4,18 @@ import * as Schema from "effect/Schema"
 import { TradeIntent } from "../domain/Intent.js"
 import { EventType, TestEventData } from "../domain/Webhook.js"
 
-type Json = Record<string, any>
+/** A JSON object of the OpenAPI document, read without trusting its shape. */
+export type Json = { readonly [key: string]: unknown }
+
+export const isJson = (value: unknown): value is Json =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/** The object at `path` under `value`, or an empty one where there is none. */
+export const objectAt = (value: unknown, ...path: ReadonlyArray<string>): Json => {
+  let current = value
+  for (const key of path) current = isJson(current) ? current[key] : undefined
+  return isJson(current) ? current : {}
+}
 
 /** What the document says of one operation beyond its schemas. */
 export interface OperationDoc {
@@ -18,11 +29,12 @@ export interface OperationDoc {
   readonly examples?: Readonly<Record<number, unknown>>
 }
 
-const withJsonExample = (target: Json | undefined, example: unknown): Json | undefined => {
-  const media = target?.["content"]?.["application/json"]
-  return media === undefined
-    ? target
-    : { ...target, content: { ...target!["content"], "application/json": { ...media, example } } }
+const withJsonExample = (target: unknown, example: unknown): unknown => {
+  const content = objectAt(target, "content")
+  const media = content["application/json"]
+  return isJson(target) && isJson(media)
+    ? { ...target, content: { ...content, "application/json": { ...media, example } } }
+    : target
 }
 
 /** The OpenAPI annotations of an endpoint: `.annotateContext(operation({ … }))`. */
@@ -31,9 +43,9 @@ export const operation = (doc: OperationDoc): Context.Context<never> =>
     summary: doc.summary,
     description: doc.description,
     transform: (op) => {
-      const responses: Json = { ...op["responses"] }
+      const responses: Record<string, unknown> = { ...objectAt(op, "responses") }
       for (const [status, description] of Object.entries(doc.responses ?? {})) {
-        if (responses[status] !== undefined) responses[status] = { ...responses[status], description }
+        if (responses[status] !== undefined) responses[status] = { ...objectAt(responses, status), description }
       }
       for (const [status, example] of Object.entries(doc.examples ?? {})) {
         responses[status] = withJsonExample(responses[status], example)

@@ -1,4 +1,4 @@
-import { exampleIntent } from "./OpenApiDocs.js"
+import { exampleIntent, isJson, type Json, objectAt } from "./OpenApiDocs.js"
 
 const DECODE_ERROR_REF = "#/components/schemas/HttpApiDecodeError"
 
@@ -26,8 +26,6 @@ export const dropDecodeError = (spec: Record<string, unknown>): Record<string, u
   const patched = withoutDecodeError(spec)
   return typeof patched === "object" && patched !== null && !Array.isArray(patched) ? { ...patched } : spec
 }
-
-type Json = Record<string, any>
 
 const header = (description: string, schema: Json = { type: "integer" }): Json => ({ description, schema })
 
@@ -70,14 +68,14 @@ const errorResponse = (description: string, ref: string): Json => ({
 /** Whether an operation reaches the database: all but the liveness probe. */
 const touchesDatabase = (path: string) => path !== "/livez"
 
-const refersTo = (response: Json | undefined, ref: string) => JSON.stringify(response ?? {}).includes(`"${ref}"`)
+const refersTo = (response: unknown, ref: string) => JSON.stringify(response ?? {}).includes(`"${ref}"`)
 
 /** The 413, 415 and 503 an operation can get from the edge, added where it can get them. */
 const withEdgeErrors = (path: string, op: Json): Json => {
-  const responses: Json = { ...op["responses"] }
+  const responses: Record<string, unknown> = { ...objectAt(op, "responses") }
   if (refersTo(responses["400"], "#/components/schemas/Error_validation_error")) {
     responses["400"] = {
-      ...responses["400"],
+      ...objectAt(responses, "400"),
       description: "The request is malformed: bad JSON, a missing field, a wrong type, an unknown field (`validation_error`)"
     }
   }
@@ -92,17 +90,17 @@ const withEdgeErrors = (path: string, op: Json): Json => {
     )
   }
   if (touchesDatabase(path)) {
-    const current: Json | undefined = responses["503"]
-    if (current === undefined) {
+    if (responses["503"] === undefined) {
       responses["503"] = errorResponse(
         "The database is not answering (`service_unavailable`): retry after `Retry-After` seconds",
         UNAVAILABLE
       )
-    } else if (!refersTo(current, UNAVAILABLE)) {
-      const schema = current["content"]?.["application/json"]?.["schema"]
+    } else if (!refersTo(responses["503"], UNAVAILABLE)) {
+      const current = objectAt(responses, "503")
+      const schema = objectAt(current, "content", "application/json")["schema"]
       responses["503"] = {
         ...current,
-        description: `${current["description"]}; or the database is not answering (\`service_unavailable\`)`,
+        description: `${String(current["description"])}; or the database is not answering (\`service_unavailable\`)`,
         content: { "application/json": { schema: { anyOf: [schema, { $ref: UNAVAILABLE }] } } }
       }
     }
@@ -110,20 +108,22 @@ const withEdgeErrors = (path: string, op: Json): Json => {
   return { ...op, responses }
 }
 
-const usesApiKey = (op: Json) =>
-  Array.isArray(op["security"]) && op["security"].some((requirement: Json) => "apiKey" in requirement)
+const usesApiKey = (op: Json) => {
+  const security = op["security"]
+  return Array.isArray(security) && security.some((requirement: unknown) => isJson(requirement) && "apiKey" in requirement)
+}
 
 /** The headers of each response: the request id always, the rest where the server sets them. */
 const withHeaders = (op: Json): Json => {
-  const responses: Json = {}
-  for (const [status, response] of Object.entries<Json>(op["responses"] ?? {})) {
+  const responses: Record<string, unknown> = {}
+  for (const [status, response] of Object.entries(objectAt(op, "responses"))) {
     const names = ["X-Request-Id"]
     if (usesApiKey(op) && status !== "401") names.push("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset")
     if (status === "429" || status === "503") names.push("Retry-After")
     if (status === "409" && refersTo(response, "#/components/schemas/Error_duplicate_intent_id")) names.push("Location")
     responses[status] = {
-      ...response,
-      headers: { ...response["headers"], ...Object.fromEntries(names.map((name) => [name, headerRef(name)])) }
+      ...objectAt(response),
+      headers: { ...objectAt(response, "headers"), ...Object.fromEntries(names.map((name) => [name, headerRef(name)])) }
     }
   }
   return { ...op, responses }
@@ -224,25 +224,23 @@ const webhooks = (eventTypes: ReadonlyArray<string>): Json => ({
  */
 export const completeDocument = (eventTypes: ReadonlyArray<string>) =>
 (spec: Record<string, unknown>): Record<string, unknown> => {
-  const paths: Json = {}
-  for (const [path, item] of Object.entries<Json>((spec["paths"] ?? {}) as Json)) {
+  const paths: Record<string, unknown> = {}
+  for (const [path, item] of Object.entries(objectAt(spec, "paths"))) {
     paths[path] = Object.fromEntries(
-      Object.entries<Json>(item).map(([method, op]) => [method, withHeaders(withEdgeErrors(path, op))])
+      Object.entries(objectAt(item)).map(([method, op]) => [method, isJson(op) ? withHeaders(withEdgeErrors(path, op)) : op])
     )
   }
-  const components = (spec["components"] ?? {}) as Json
+  const components = objectAt(spec, "components")
+  const tags: ReadonlyArray<unknown> = Array.isArray(spec["tags"]) ? spec["tags"] : []
   return {
     ...spec,
     paths,
     webhooks: webhooks(eventTypes),
-    tags: [
-      ...((spec["tags"] ?? []) as ReadonlyArray<Json>),
-      { name: "webhooks", description: "What the service POSTs to your webhook endpoints, signed." }
-    ],
+    tags: [...tags, { name: "webhooks", description: "What the service POSTs to your webhook endpoints, signed." }],
     components: {
       ...components,
-      schemas: { ...components["schemas"], ...edgeErrors },
-      headers: { ...components["headers"], ...headers }
+      schemas: { ...objectAt(components, "schemas"), ...edgeErrors },
+      headers: { ...objectAt(components, "headers"), ...headers }
     }
   }
 }
