@@ -158,39 +158,31 @@ export const make = Effect.gen(function*() {
     )
   }
 
-  /** Waits for the lease on its way, or takes one, until the bucket's request is admitted or refused. */
-  const consumeSlowly = (bucket: string, limit: number, window: number, now: DateTime.Utc) =>
-    Effect.gen(function*() {
-      while (true) {
-        const next = step(bucket, limit, window)
-        switch (next._tag) {
-          case "Admit":
-            return decide(limit, next.count, now)
-          case "Refuse":
-            return decide(limit, limit + 1, now)
-          case "Wait":
-            yield* Deferred.await(next.lease)
-            break
-          case "Lease":
-            yield* takeLease(bucket, limit, window, next.size)
-        }
-      }
-    })
+  /** The request admitted or refused from the bucket's lease; first waiting for the lease on its way, or taking one. */
+  const settle = (bucket: string, limit: number, window: number, now: DateTime.Utc): Effect.Effect<RateDecision> => {
+    const next = step(bucket, limit, window)
+    switch (next._tag) {
+      case "Admit":
+        return Effect.succeed(decide(limit, next.count, now))
+      case "Refuse":
+        return Effect.succeed(decide(limit, limit + 1, now))
+      case "Wait":
+        return Effect.zipRight(Deferred.await(next.lease), Effect.suspend(() => settle(bucket, limit, window, now)))
+      case "Lease":
+        return Effect.zipRight(
+          takeLease(bucket, limit, window, next.size),
+          Effect.suspend(() => settle(bucket, limit, window, now))
+        )
+    }
+  }
 
-  // Most requests are admitted from the lease in memory: that path is one synchronous step.
+  // Most requests are admitted from the lease in memory: one synchronous step.
   const consume = (bucket: string, limit: number): Effect.Effect<RateDecision> =>
     Effect.flatMap(DateTime.now, (now) => {
       const window = rateWindow(now).start
-      const sweeping = window > swept ? sweepOnNewWindow(window) : Effect.void
-      const next = step(bucket, limit, window)
-      const decided = next._tag === "Admit"
-        ? Effect.succeed(decide(limit, next.count, now))
-        : next._tag === "Refuse"
-        ? Effect.succeed(decide(limit, limit + 1, now))
-        : next._tag === "Wait"
-        ? Effect.zipRight(Deferred.await(next.lease), consumeSlowly(bucket, limit, window, now))
-        : Effect.zipRight(takeLease(bucket, limit, window, next.size), consumeSlowly(bucket, limit, window, now))
-      return Effect.zipRight(sweeping, decided)
+      const sweeping = window > swept ? sweepOnNewWindow(window) : undefined
+      const decided = settle(bucket, limit, window, now)
+      return sweeping === undefined ? decided : Effect.zipRight(sweeping, decided)
     })
 
   return { consume }
