@@ -63,7 +63,6 @@ export const ports = (options: ServiceOptions) =>
   Layer.mergeAll(
     IntentRepository.layerSql({ creationQueue: options.creationQueue }),
     EventRepository.layerSql,
-    RoutingRepository.layerSql,
     WebhookRepository.layerSql,
     LoginRepository.layerSql,
     WebhookSigner.layer,
@@ -72,7 +71,8 @@ export const ports = (options: ServiceOptions) =>
     ),
     Health.layerSql,
     QueueStats.layerSql,
-    MockMarket.layerSql.pipe(Layer.provide(RoutingRepository.layerSql))
+    // The test helper records price moves through routing's own repository.
+    MockMarket.layerSql.pipe(Layer.provideMerge(RoutingRepository.layerSql))
   ).pipe(
     // The limiter counts API keys' requests and, shared by every instance, each Alpaca account's calls.
     Layer.provideMerge(

@@ -166,7 +166,6 @@ export const make = Effect.gen(function*() {
   })
 
   return {
-    sql,
     priceFor: (connectionId: BrokerId, symbol: string) =>
       Effect.map(priceFor({ connectionId, symbol }), Option.map(({ price }) => price)),
     setPrice,

@@ -1,3 +1,4 @@
+import * as SqlClient from "@effect/sql/SqlClient"
 import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
@@ -35,6 +36,7 @@ export class MockMarket extends Context.Tag("MockMarket")<MockMarket, {
   static readonly layerSql = Layer.effect(
     this,
     Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
       const book = yield* MockBook.make
       const routing = yield* RoutingRepository
 
@@ -69,7 +71,7 @@ export class MockMarket extends Context.Tag("MockMarket")<MockMarket, {
             const open = yield* book.openOrders({ userId, symbol: payload.symbol })
             yield* Effect.forEach(open, (row) => move(row, saved.price, now), { discard: true })
             return toPrice(saved)
-          }).pipe(book.sql.withTransaction, orDie)
+          }).pipe(sql.withTransaction, orDie)
         }),
         prices: Effect.fn("MockMarket.prices")(function*(userId: UserId) {
           return (yield* book.listPrices(userId)).map(toPrice)
