@@ -48,6 +48,9 @@ const keyOf = (key: typeof IntentKey.Type) => `${key.user_id}/${key.mode}/${key.
 /** An intent as the API shows it, built by the database. */
 const IntentView = Schema.Struct({ intent: TradeIntent })
 
+/** A page's JSON array of intents, as the API writes it. */
+const decodeIntents = Schema.decode(Schema.parseJson(Schema.Array(TradeIntent)))
+
 const OwnerRequest = Schema.Struct({ user_id: UserId, mode: Mode })
 
 const ListRequest = Schema.Struct({
@@ -168,21 +171,6 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
       ...(query.symbol !== undefined ? [sql`i.symbol = ${query.symbol}`] : []),
       ...(query.broker_id !== undefined ? [sql`i.broker_id::text = ${query.broker_id}`] : [])
     ])
-
-  const selectPage = SqlSchema.findAll({
-    Request: ListRequest,
-    Result: IntentView,
-    execute: (query) =>
-      sql`SELECT ${pageIntent} FROM intents i WHERE ${listWhere(query)}
-          ORDER BY i.created_at DESC, i.id DESC
-          LIMIT ${query.limit} OFFSET ${query.offset}`
-  })
-
-  const countPage = SqlSchema.single({
-    Request: ListRequest,
-    Result: Schema.Struct({ total: Schema.NumberFromString }),
-    execute: (query) => sql`SELECT count(*)::text AS total FROM intents i WHERE ${listWhere(query)}`
-  })
 
   const selectIntentJson = SqlSchema.findOne({
     Request: Schema.Struct({ ...OwnerRequest.fields, id: Schema.optional(IntentId), intent_id: Schema.optional(Schema.String) }),
@@ -386,9 +374,8 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
     }, orDie),
 
     list: Effect.fn("IntentRepository.list")(function*(owner: Owner, query: IntentQuery) {
-      const request = listRequest(owner, query)
-      const [rows, count] = yield* Effect.all([selectPage(request), countPage(request)], { concurrency: "unbounded" })
-      return { items: rows.map((row) => row.intent), total: count.total }
+      const { items, total } = yield* selectPageJson(listRequest(owner, query))
+      return { items: yield* decodeIntents(items), total }
     }, orDie)
   })
 })
