@@ -65,11 +65,14 @@ const DASHBOARD_ASSETS = fileURLToPath(new URL("./dashboard/", import.meta.url))
  * whether the operator API is open, where per-key counts are kept, which Alpaca it reaches, where
  * its traces and metrics go.
  */
-export const logSummary = (configuration: Configuration, listen: { readonly port: number; readonly host: string }) =>
+export const logSummary = (
+  configuration: Configuration,
+  listen: { readonly port: number; readonly host: string },
+  telemetry: Option.Option<Telemetry.Options>
+) =>
   Effect.gen(function*() {
     const databaseUrl = yield* AppConfig.databaseUrl
     const dataDir = yield* AppConfig.dataDir
-    const telemetry = yield* Telemetry.config
     const { http, services } = configuration
     const alpaca = services.alpaca ?? AlpacaConfig.defaults
     yield* Effect.logInfo("starting").pipe(Effect.annotateLogs({

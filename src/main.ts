@@ -30,7 +30,7 @@ const Main = Layer.unwrapEffect(
     const local = host === "0.0.0.0" || host === "::" ? "localhost" : host
     const configuration = yield* Startup.configuration
     const telemetry = yield* Telemetry.config
-    yield* Startup.logSummary(configuration, { port, host })
+    yield* Startup.logSummary(configuration, { port, host }, telemetry)
     const services = Startup.services(configuration).pipe(Layer.provideMerge(Database.migrated(Database.layerConfig)))
     return Server.layer(configuration.http).pipe(
       // Without an OTLP endpoint the standalone service exports no traces, so it makes no spans: per
