@@ -96,7 +96,7 @@ export const make = Effect.gen(function*() {
       return exits
     }).pipe(Effect.orDie)
 
-  const lease = yield* Batched.make(leaseBatch, { maxBatch: 500, concurrency: 1 })
+  const lease = yield* Batched.make(leaseBatch, { name: "rate_limit_lease", maxBatch: 500, concurrency: 1 })
   const leases = new Map<string, Lease>()
 
   /** One synchronous step on the bucket's lease: admit from it, refuse, wait for the lease on its way, or ask for one. */

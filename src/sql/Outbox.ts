@@ -1,9 +1,10 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
 import * as SqlSchema from "@effect/sql/SqlSchema"
 import type * as Statement from "@effect/sql/Statement"
 import type * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
+import type { ParseError } from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { IntentId } from "../domain/Ids.js"
 import { Fill, Order, TradeIntent } from "../domain/Intent.js"
@@ -50,7 +51,7 @@ export const intentObject = `json_build_object(
 export const eventTables = (
   sql: SqlClient.SqlClient,
   source: Statement.Fragment,
-  event: { readonly id: Statement.Fragment; readonly type: string; readonly at: Statement.Fragment }
+  event: { readonly id: Statement.Fragment; readonly type: Statement.Fragment; readonly at: Statement.Fragment }
 ) =>
   sql`event AS (
         INSERT INTO events (id, user_id, mode, intent_id, type, data, created_at)
@@ -74,7 +75,7 @@ export const DELIVERIES_DUE = `(SELECT pg_notify('${WEBHOOK_CHANNEL}', 'due') FR
 
 /** What the transition function needs of an intent: its status, quantity and fills. */
 const StateRow = Schema.Struct({
-  ...Tables.Intents.row.pick("status", "quantity").fields,
+  ...Tables.Intents.row.pick("id", "status", "quantity").fields,
   fills: Schema.Array(Schema.Struct({ id: Schema.String, quantity: Tables.Fills.row.fields.quantity }))
 })
 
@@ -82,17 +83,28 @@ const StateRow = Schema.Struct({
 const NewJob = Tables.RoutingJobs.row.pick("intent_id", "kind", "run_at", "created_at")
 
 /** The SQL steps every state change shares, to be run inside the caller's transaction. */
+/** A status change to write: the intent's new status and reason, with its event. */
+export interface Change {
+  readonly intentId: IntentId
+  readonly transition: Transition
+}
+
+/** What the statement of {@link make}'s `applyAll` reads of each change, as a `json_to_recordset`. */
+const CHANGE_RECORDSET = "intent_id uuid, status text, status_reason text, event_id text, type text"
+
+/** The SQL steps every state change shares, to be run inside the caller's transaction. */
 export const make = (sql: SqlClient.SqlClient, newEventId: Effect.Effect<string>) => {
-  const selectState = SqlSchema.findOne({
-    Request: IntentId,
+  const selectStates = SqlSchema.findAll({
+    Request: Schema.NonEmptyArray(IntentId),
     Result: StateRow,
-    execute: (intentId) =>
+    execute: (intentIds) =>
       sql`
-        SELECT i.status, i.quantity::text AS quantity,
+        SELECT i.id, i.status, i.quantity::text AS quantity,
                COALESCE((SELECT json_agg(json_build_object('id', f.broker_fill_id, 'quantity', f.quantity::text))
                          FROM fills f JOIN orders o ON o.id = f.order_id
                          WHERE o.intent_id = i.id), '[]'::json) AS fills
-        FROM intents i WHERE i.id = ${intentId} FOR UPDATE OF i`
+        FROM intents i WHERE i.id IN ${sql.in(intentIds)}
+        ORDER BY i.id FOR UPDATE OF i`
   })
 
   const insertJob = SqlSchema.void({
@@ -106,35 +118,61 @@ export const make = (sql: SqlClient.SqlClient, newEventId: Effect.Effect<string>
           SELECT pg_notify(${ROUTING_CHANNEL}, ${job.kind})`
   })
 
+  /**
+   * Locks the intents, in the order of their ids (so that transactions locking several never wait
+   * on each other in a circle), and reads what the transition function needs of each, fills
+   * included: one round trip. An intent that does not exist is missing from the map.
+   */
+  const lockStates = (intentIds: ReadonlyArray<IntentId>): Effect.Effect<ReadonlyMap<IntentId, RoutingState>, SqlError | ParseError> => {
+    const [first, ...rest] = intentIds
+    return first === undefined
+      ? Effect.succeed(new Map())
+      : Effect.map(selectStates([first, ...rest]), (rows) => new Map(rows.map((row) => [row.id, row])))
+  }
+
+  /**
+   * Writes status changes and one event each (with its deliveries): one statement, whatever their
+   * number, which also runs `also` (common table expressions of data-modifying statements, such
+   * as jobs' ends) when given. Unchanged transitions write nothing.
+   */
+  const applyAll = (changes: ReadonlyArray<Change>, at: Date, also?: Statement.Fragment) =>
+    Effect.gen(function*() {
+      const changed = changes.filter(({ transition }) => transition.changed)
+      if (changed.length === 0) return also === undefined ? undefined : yield* sql`WITH ${also} SELECT 1`
+      const rows = yield* Effect.forEach(changed, ({ intentId, transition }) =>
+        Effect.map(newEventId, (eventId) => ({
+          intent_id: intentId,
+          status: transition.status,
+          status_reason: transition.reason,
+          event_id: eventId,
+          type: eventType(transition.status)
+        })))
+      return yield* sql`WITH changes AS (
+            SELECT * FROM json_to_recordset(${JSON.stringify(rows)}::json) AS c(${sql.literal(CHANGE_RECORDSET)})
+          ), changed AS (
+            UPDATE intents SET status = c.status, status_reason = c.status_reason, updated_at = ${at}
+            FROM changes c WHERE intents.id = c.intent_id
+            RETURNING intents.*
+          ), ${eventTables(sql, sql`changed i JOIN changes c ON c.intent_id = i.id`, { id: sql`c.event_id`, type: sql`c.type`, at: sql`${at}` })}
+          ${also === undefined ? sql`` : sql`, ${also}`}
+          SELECT ${sql.literal(DELIVERIES_DUE)}, ${sql.literal(EVENTS_WRITTEN)}`
+    }).pipe(Effect.asVoid)
+
   return {
+    lockStates,
+
     /** Locks the intent and reads what the transition function needs, fills included: one round trip. */
     lockState: (intentId: IntentId) =>
-      Effect.flatMap(
-        selectState(intentId),
-        Option.match({
-          onNone: () => Effect.dieMessage(`intent ${intentId} vanished`),
-          onSome: (state): Effect.Effect<RoutingState> => Effect.succeed(state)
-        })
-      ),
+      Effect.flatMap(lockStates([intentId]), (states) => {
+        const state = states.get(intentId)
+        return state === undefined ? Effect.dieMessage(`intent ${intentId} vanished`) : Effect.succeed(state)
+      }),
 
-    /**
-     * Writes a transition's status and its one event (with its deliveries): one statement, which
-     * also runs `also` (common table expressions of data-modifying statements, such as a job's end)
-     * when given.
-     */
+    applyAll,
+
+    /** {@link applyAll} for one change. */
     apply: (intentId: IntentId, transition: Transition, at: Date, also?: Statement.Fragment) =>
-      transition.changed
-        ? Effect.flatMap(newEventId, (eventId) =>
-          sql`WITH changed AS (
-                UPDATE intents SET status = ${transition.status}, status_reason = ${transition.reason}, updated_at = ${at}
-                WHERE id = ${intentId}
-                RETURNING *
-              ), ${eventTables(sql, sql`changed i`, { id: sql`${eventId}`, type: eventType(transition.status), at: sql`${at}` })}
-              ${also === undefined ? sql`` : sql`, ${also}`}
-              SELECT ${sql.literal(DELIVERIES_DUE)}, ${sql.literal(EVENTS_WRITTEN)}`).pipe(Effect.asVoid)
-        : also === undefined
-        ? Effect.void
-        : Effect.asVoid(sql`WITH ${also} SELECT 1`),
+      applyAll([{ intentId, transition }], at, also),
 
     /**
      * Adds routing work, or sets the time of the same work already queued, and wakes the workers

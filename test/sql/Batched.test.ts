@@ -3,6 +3,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as Metric from "effect/Metric"
 import * as Batched from "../../src/sql/Batched.js"
 
 describe("Batched", () => {
@@ -15,7 +16,7 @@ describe("Batched", () => {
           Effect.as(Deferred.await(release), inputs.map((n) => Exit.succeed(n * 10))).pipe(
             Effect.tap(() => Effect.sync(() => batches.push(inputs)))
           ),
-        { maxBatch: 1, concurrency: 1, whenFull: { capacity: 2, error: () => "full" as const } }
+        { name: "test_bound", maxBatch: 1, concurrency: 1, whenFull: { capacity: 2, error: () => "full" as const } }
       )
       // One call in flight, two waiting: the queue is full.
       const waiting = yield* Effect.forEach([1, 2, 3], (n) => Effect.fork(call(n)))
@@ -27,4 +28,40 @@ describe("Batched", () => {
       // Room again once the queue drains.
       expect(yield* call(5)).toBe(50)
     }))
+
+  it.scoped("calls arriving while every batch is in flight gather into the next one, and tir_batch_size counts them", () =>
+    Effect.gen(function*() {
+      const release = yield* Deferred.make<void>()
+      const batches: Array<ReadonlyArray<number>> = []
+      const call = yield* Batched.make(
+        (inputs: ReadonlyArray<number>) =>
+          Effect.sync(() => batches.push(inputs)).pipe(
+            Effect.zipRight(Deferred.await(release)),
+            Effect.as(inputs.map((n) => n % 2 === 0 ? Exit.succeed(n) : Exit.fail(`odd ${n}`)))
+          ),
+        { name: "test_gather", maxBatch: 3, concurrency: 1 }
+      )
+      const first = yield* Effect.fork(call(0))
+      yield* Effect.yieldNow({ priority: 1_000 })
+      const rest = yield* Effect.forEach([1, 2, 3, 4], (n) => Effect.fork(Effect.either(call(n))))
+      yield* Effect.yieldNow({ priority: 1_000 })
+      yield* Deferred.succeed(release, undefined)
+      expect(yield* Fiber.join(first)).toBe(0)
+      // Each call gets its own answer, a failure included.
+      expect((yield* Effect.forEach(rest, Fiber.join)).map((e) => e._tag === "Right" ? e.right : e.left))
+        .toEqual(["odd 1", 2, "odd 3", 4])
+      expect(batches).toEqual([[0], [1, 2, 3], [4]])
+      const sizes = yield* Metric.value(Batched.batchSize.pipe(Metric.tagged("batch", "test_gather")))
+      expect([sizes.count, sizes.sum, sizes.max]).toEqual([3, 5, 3])
+    }))
+
+  it("rounds: no key twice in a round, each key's items in their order, each with its index", () => {
+    const items = ["a1", "b1", "a2", "c1", "a3", "b2"]
+    expect(Batched.rounds(items, (item) => item[0] ?? "")).toEqual([
+      [[0, "a1"], [1, "b1"], [3, "c1"]],
+      [[2, "a2"], [5, "b2"]],
+      [[4, "a3"]]
+    ])
+    expect(Batched.rounds([], (item: string) => item)).toEqual([])
+  })
 })

@@ -106,7 +106,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
           SELECT id, 'submit', created_at, created_at FROM created
         ), ${eventTables(sql, sql`created i JOIN input x ON x.id = i.id`, {
         id: sql`x.event_id`,
-        type: "intent.created",
+        type: sql`${"intent.created"}`,
         at: sql`i.created_at`
       })}
         SELECT id, pg_notify(${ROUTING_CHANNEL}, 'submit'), ${sql.literal(DELIVERIES_DUE)}, ${
@@ -311,6 +311,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
     )
 
   const createBatched = yield* Batched.make(createBatch, {
+    name: "intent_create",
     maxBatch: 200,
     concurrency: 2,
     whenFull: {

@@ -95,5 +95,5 @@ export class RoutingRepository extends Context.Tag("RoutingRepository")<RoutingR
 }>() {
   // The implementations import this Tag as a type only, so the Layers may name them directly.
   /** On the `SqlClient` in context; each status change it commits is logged. */
-  static readonly layerSql = Layer.effect(this, Effect.map(SqlRoutingRepository.make, TransitionLog.logged))
+  static readonly layerSql = Layer.scoped(this, Effect.map(SqlRoutingRepository.make, TransitionLog.logged))
 }

@@ -4,6 +4,7 @@ import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -23,6 +24,7 @@ import {
 import type { BrokerOrder } from "../brokers/BrokerGateway.js"
 import { eventId, IdGenerator } from "../IdGenerator.js"
 import { ROUTING_CHANNEL } from "../../sql/Channels.js"
+import * as Batched from "../../sql/Batched.js"
 import { orDie } from "../../sql/Defects.js"
 import * as Outbox from "../../sql/Outbox.js"
 import * as Tables from "../../sql/Tables.js"
@@ -69,10 +71,11 @@ const JobClaim = Tables.RoutingJobs.row.pick("intent_id", "kind", "claims", "ver
 /** A claimed job and its intent's context (null when the intent is gone). */
 const ClaimRow = Schema.Struct({ ...JobClaim.fields, context: Schema.NullOr(ContextRow) })
 
-/** A fill as the order's statement writes it: all its columns but its order's, which the statement knows. */
-const NewFill = Tables.Fills.row.omit("order_id")
+/** A fill as the orders' statement writes it: its order by client order id, which the statement resolves. */
+const OrderFill = Schema.Struct({ client_order_id: Schema.String, ...Tables.Fills.row.omit("order_id").fields })
 const fillColumns = Tables.columnsOf(Tables.Fills.row)
-const fillRecordset = Tables.recordsetTypes(NewFill, Tables.Fills.types)
+const fillRecordset = `client_order_id text, ${Tables.recordsetTypes(Tables.Fills.row.omit("order_id"), Tables.Fills.types)}`
+const JOB_CLAIM_RECORDSET = Tables.recordsetTypes(JobClaim, Tables.RoutingJobs.types)
 
 /**
  * An order's status never goes back: words about it may arrive out of order (a stream event before
@@ -105,6 +108,13 @@ const toContext = (row: typeof ContextRow.Type): RoutingContext => ({
   filled: row.filled
 })
 
+/** The broker's word about an intent's order, to record; with `done`, the job that ends with it. */
+interface Recording {
+  readonly intentId: IntentId
+  readonly order: BrokerOrder
+  readonly done: Job | undefined
+}
+
 const claimOf = (job: Job): typeof JobClaim.Type => ({
   intent_id: job.intentId,
   kind: job.kind,
@@ -120,35 +130,38 @@ export const make = Effect.gen(function*() {
     Effect.map(DateTime.now, (at) => ({ at, until: DateTime.addDuration(at, duration) }))
 
   const transitions = Outbox.make(sql, newEventId)
-  const { lockState } = transitions
-  const applyTransition = transitions.apply
+  const { applyAll, lockState, lockStates } = transitions
 
   /**
-   * A job's end, as common table expressions: deleted if this worker still holds it (no other claim
-   * since) and it was not enqueued again meanwhile; if it was, handed back (and the workers woken)
-   * to run again.
+   * Jobs' ends, as common table expressions: each deleted if this worker still holds it (no other
+   * claim since) and it was not enqueued again meanwhile; if it was, handed back (and the workers
+   * woken) to run again.
    */
-  const finishJob = (job: typeof JobClaim.Encoded) => {
-    const held = sql`intent_id = ${job.intent_id} AND kind = ${job.kind} AND claims = ${job.claims} AND locked_until IS NOT NULL`
-    return sql`job_done AS (
-        DELETE FROM routing_jobs WHERE ${held} AND version = ${job.version}
+  const finishJobs = (jobs: ReadonlyArray<typeof JobClaim.Encoded>) => {
+    const held = sql`j.intent_id = d.intent_id AND j.kind = d.kind AND j.claims = d.claims AND j.locked_until IS NOT NULL`
+    return sql`job_claims AS (
+        SELECT * FROM json_to_recordset(${JSON.stringify(jobs)}::json) AS d(${sql.literal(JOB_CLAIM_RECORDSET)})
+      ), job_done AS (
+        DELETE FROM routing_jobs j USING job_claims d WHERE ${held} AND j.version = d.version
       ), job_again AS (
-        UPDATE routing_jobs SET locked_until = NULL WHERE ${held} AND version <> ${job.version}
-        RETURNING pg_notify(${ROUTING_CHANNEL}, kind)
+        UPDATE routing_jobs j SET locked_until = NULL FROM job_claims d WHERE ${held} AND j.version <> d.version
+        RETURNING pg_notify(${ROUTING_CHANNEL}, j.kind)
       )`
   }
 
   /**
-   * What a transition ends, as common table expressions: the worker's job, if it ran one; and once
-   * the intent is final, its other jobs no worker holds (a check at the end of the day, a sync after
-   * a cancel), which have nothing left to do.
+   * What transitions end, as common table expressions: the jobs the worker ran, if any; and for
+   * each intent now final, its other jobs no worker holds (a check at the end of the day, a sync
+   * after a cancel), which have nothing left to do.
    */
-  const endings = (intentId: IntentId, transition: Transition, done: Job | undefined) => {
+  const endings = (ends: ReadonlyArray<Outbox.Change & { readonly done: Job | undefined }>) => {
+    const done = ends.flatMap(({ done }) => done === undefined ? [] : [claimOf(done)])
+    const moot = ends.filter(({ transition }) => transition.changed && isFinal(transition.status)).map(({ intentId }) => intentId)
     const parts = [
-      ...(done === undefined ? [] : [finishJob(claimOf(done))]),
-      ...(transition.changed && isFinal(transition.status)
-        ? [sql`jobs_moot AS (DELETE FROM routing_jobs WHERE intent_id = ${intentId} AND locked_until IS NULL)`]
-        : [])
+      ...(done.length === 0 ? [] : [finishJobs(done)]),
+      ...(moot.length === 0
+        ? []
+        : [sql`jobs_moot AS (DELETE FROM routing_jobs WHERE intent_id IN ${sql.in(moot)} AND locked_until IS NULL)`])
     ]
     return parts.length === 0 ? undefined : sql.csv(parts)
   }
@@ -223,29 +236,30 @@ export const make = Effect.gen(function*() {
           ORDER BY i.created_at`
   })
 
-  /** The order and its new fills: one statement. */
-  const saveOrder = SqlSchema.void({
-    Request: Schema.Struct({ order: Tables.Orders.row, fills: Schema.Array(NewFill) }),
-    execute: ({ fills, order }) =>
+  /** Orders and their new fills, whatever their number: one statement. */
+  const saveOrders = SqlSchema.void({
+    Request: Schema.Struct({ orders: Schema.NonEmptyArray(Tables.Orders.row), fills: Schema.Array(OrderFill) }),
+    execute: ({ fills, orders }) =>
       sql`
         WITH saved AS (
-          INSERT INTO orders ${sql.insert(order)}
+          INSERT INTO orders ${sql.insert(orders)}
           ON CONFLICT (client_order_id) DO UPDATE SET
             broker_order_id = EXCLUDED.broker_order_id,
             status = ${sql.literal(NEXT_STATUS)},
             updated_at = CASE WHEN orders.status = ${sql.literal(NEXT_STATUS)} THEN orders.updated_at
               ELSE EXCLUDED.updated_at END
-          RETURNING id
+          RETURNING id, client_order_id
         )
         INSERT INTO fills (${sql.literal(Tables.columnList(Tables.Fills.row))})
         SELECT ${sql.literal(fillColumns.map((column) => column === "order_id" ? "saved.id" : `f.${column}`).join(", "))}
-        FROM saved, json_to_recordset(${JSON.stringify(fills)}::json) AS f(${sql.literal(fillRecordset)})
+        FROM saved JOIN json_to_recordset(${JSON.stringify(fills)}::json) AS f(${sql.literal(fillRecordset)})
+          ON f.client_order_id = saved.client_order_id
         ON CONFLICT (order_id, broker_fill_id) DO NOTHING`
   })
 
   const finishClaim = SqlSchema.void({
     Request: JobClaim,
-    execute: (job) => sql`WITH ${finishJob(job)} SELECT 1`
+    execute: (job) => sql`WITH ${finishJobs([job])} SELECT 1`
   })
 
   const rescheduleJob = SqlSchema.void({
@@ -263,9 +277,91 @@ export const make = Effect.gen(function*() {
   ) =>
     Effect.fn(span)(function*(intentId: IntentId, reason: string, done?: Job) {
       const transition = decide(yield* lockState(intentId), reason)
-      yield* applyTransition(intentId, transition, DateTime.toDate(yield* DateTime.now), endings(intentId, transition, done))
+      yield* applyAll([{ intentId, transition }], DateTime.toDate(yield* DateTime.now), endings([{ intentId, transition, done }]))
       return transition
     }, sql.withTransaction, orDie)
+
+  /**
+   * Records the broker's word about orders, each of a different intent: the intents locked and
+   * read in one statement, the orders and new fills written in one, the transitions with their
+   * events and the jobs' ends in one, whatever their number.
+   */
+  const recordEach = (recordings: ReadonlyArray<Recording>, now: DateTime.Utc) =>
+    Effect.gen(function*() {
+      const states = yield* lockStates(recordings.map(({ intentId }) => intentId))
+      const planned = yield* Effect.forEach(recordings, ({ done, intentId, order }) =>
+        Effect.gen(function*() {
+          const state = states.get(intentId)
+          if (state === undefined) return yield* Effect.dieMessage(`intent ${intentId} vanished`)
+          const transition = applyOrderUpdate(state, {
+            status: order.status,
+            reason: order.reason,
+            fills: order.fills.map(({ id, price, quantity }) => ({ id, price, quantity }))
+          })
+          const fills = yield* Effect.forEach(transition.fills, (fill) =>
+            Effect.map(ids.uuid, (id) => ({
+              id,
+              client_order_id: order.clientOrderId,
+              broker_fill_id: fill.id,
+              quantity: fill.quantity,
+              price: fill.price,
+              filled_at: order.fills.find((f) => f.id === fill.id)?.filledAt ?? now
+            })))
+          const row = {
+            id: OrderId.make(yield* ids.uuid),
+            intent_id: intentId,
+            client_order_id: order.clientOrderId,
+            broker_order_id: order.brokerOrderId,
+            status: order.status,
+            created_at: now,
+            updated_at: now
+          }
+          return { intentId, transition, done, row, fills }
+        }))
+      const [first, ...rest] = planned
+      if (first === undefined) return []
+      yield* saveOrders({ orders: [first.row, ...rest.map(({ row }) => row)], fills: planned.flatMap(({ fills }) => fills) })
+      yield* applyAll(planned, DateTime.toDate(now), endings(planned))
+      return planned.map(({ transition }) => transition)
+    })
+
+  /**
+   * Records in one transaction, in rounds of distinct intents: a second word about an intent is
+   * recorded after the first, on the state the first left.
+   */
+  const recordAll = (recordings: ReadonlyArray<Recording>) =>
+    Effect.gen(function*() {
+      const now = yield* DateTime.now
+      const transitions: Array<Transition> = []
+      for (const round of Batched.rounds(recordings, ({ intentId }) => intentId)) {
+        const recorded = yield* recordEach(round.map(([, recording]) => recording), now)
+        round.forEach(([index], i) => {
+          const transition = recorded[i]
+          if (transition !== undefined) transitions[index] = transition
+        })
+      }
+      return transitions
+    }).pipe(sql.withTransaction, orDie)
+
+  /**
+   * Recordings that arrive together (the workers' jobs claimed together, a broker's stream) share
+   * one transaction; should it fail, each is recorded alone, so that one bad recording fails no
+   * other (recording again what a lost commit wrote changes nothing).
+   */
+  const recordBatch = (recordings: ReadonlyArray<Recording>) =>
+    recordAll(recordings).pipe(
+      Effect.map((transitions) =>
+        recordings.map((_, i) => {
+          const transition = transitions[i]
+          return transition === undefined ? Exit.die(new Error("a recording went unanswered")) : Exit.succeed(transition)
+        })
+      ),
+      Effect.catchAllCause(() =>
+        Effect.forEach(recordings, (recording) => Effect.exit(Effect.map(recordAll([recording]), ([t]) => t)))
+      ),
+      Effect.withSpan("RoutingRepository.recordBatch", { attributes: { "batch.size": recordings.length } })
+    )
+  const recordBatched = yield* Batched.make(recordBatch, { name: "routing_record", maxBatch: 100, concurrency: 2 })
 
   return identity<Context.Tag.Service<typeof RoutingRepository>>({
     claim: Effect.fn("RoutingRepository.claim")(function*(limit: number, duration: Duration.Duration) {
@@ -296,38 +392,17 @@ export const make = Effect.gen(function*() {
       return Option.map(yield* selectContext(intentId), (row) => toContext(row.context))
     }, orDie),
 
-    record: Effect.fn("RoutingRepository.record")(function*(intentId: IntentId, order: BrokerOrder, done?: Job) {
-      const now = yield* DateTime.now
-      const state = yield* lockState(intentId)
-      const transition = applyOrderUpdate(state, {
-        status: order.status,
-        reason: order.reason,
-        fills: order.fills.map(({ id, price, quantity }) => ({ id, price, quantity }))
-      })
-      const fills = yield* Effect.forEach(transition.fills, (fill) =>
-        Effect.map(ids.uuid, (id) => ({
-          id,
-          broker_fill_id: fill.id,
-          quantity: fill.quantity,
-          price: fill.price,
-          filled_at: order.fills.find((f) => f.id === fill.id)?.filledAt ?? now
-        })))
-      yield* saveOrder({
-        order: {
-          id: OrderId.make(yield* ids.uuid),
-          intent_id: intentId,
-          client_order_id: order.clientOrderId,
-          broker_order_id: order.brokerOrderId,
-          status: order.status,
-          created_at: now,
-          updated_at: now
-        },
-        fills
-      })
-      // The transition (status, event, deliveries) and the job's end: one statement.
-      yield* applyTransition(intentId, transition, DateTime.toDate(now), endings(intentId, transition, done))
-      return transition
-    }, sql.withTransaction, orDie),
+    record: (intentId: IntentId, order: BrokerOrder, done?: Job) =>
+      Effect.serviceOption(SqlClient.TransactionConnection).pipe(
+        Effect.flatMap((transaction) =>
+          // Inside a caller's transaction, the recording belongs to it: it cannot wait for a batch.
+          Option.isSome(transaction)
+            ? Effect.flatMap(recordAll([{ intentId, order, done }]), ([transition]) =>
+              transition === undefined ? Effect.dieMessage("a recording went unanswered") : Effect.succeed(transition))
+            : recordBatched({ intentId, order, done })
+        ),
+        Effect.withSpan("RoutingRepository.record", { attributes: { intent_id: intentId } })
+      ),
 
     fail: withoutOrder("RoutingRepository.fail", applyFailure),
 

@@ -77,6 +77,9 @@ export const toResting = (row: BookOrder): Option.Option<RestingOrder> =>
       filled: row.filled_quantity
     })
 
+/** How {@link make}'s `pricesFor` keys the price of a symbol for a connection's user. */
+export const priceKey = (connectionId: BrokerId, symbol: string) => `${connectionId}/${symbol}`
+
 const PriceRow = Schema.Struct({ symbol: Schema.String, price: Decimal, updated_at: Timestamp })
 export type MockPriceRow = typeof PriceRow.Type
 
@@ -88,12 +91,14 @@ export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const all = sql.literal(columns(""))
 
-  const priceFor = SqlSchema.findOne({
-    Request: Schema.Struct({ connectionId: BrokerId, symbol: Schema.String }),
-    Result: Schema.Struct({ price: Decimal }),
-    execute: ({ connectionId, symbol }) =>
-      sql`SELECT p.price::text AS price FROM mock_prices p JOIN broker_connections c ON c.user_id = p.user_id
-          WHERE c.id = ${connectionId} AND p.symbol = ${symbol}`
+  /** The prices set for these connections' users and symbols (and perhaps others of the same ones). */
+  const selectPrices = SqlSchema.findAll({
+    Request: Schema.Struct({ connections: Schema.NonEmptyArray(BrokerId), symbols: Schema.NonEmptyArray(Schema.String) }),
+    Result: Schema.Struct({ connection_id: BrokerId, symbol: Schema.String, price: Decimal }),
+    execute: ({ connections, symbols }) =>
+      sql`SELECT c.id AS connection_id, p.symbol, p.price::text AS price
+          FROM mock_prices p JOIN broker_connections c ON c.user_id = p.user_id
+          WHERE c.id IN ${sql.in(connections)} AND p.symbol IN ${sql.in(symbols)}`
   })
 
   const setPrice = SqlSchema.single({
@@ -118,12 +123,15 @@ export const make = Effect.gen(function*() {
     execute: (clientOrderId) => sql`SELECT ${all} FROM mock_broker_orders WHERE client_order_id = ${clientOrderId}`
   })
 
-  /** Places an order once: a submission again of the same client order id only counts, and returns the order placed. */
-  const place = SqlSchema.single({
-    Request: Row,
+  /**
+   * Places orders once, each of a different client order id: a submission again of the same client
+   * order id only counts, and returns the order placed.
+   */
+  const place = SqlSchema.findAll({
+    Request: Schema.NonEmptyArray(Row),
     Result: Row,
-    execute: (order) =>
-      sql`INSERT INTO mock_broker_orders ${sql.insert(order)}
+    execute: (orders) =>
+      sql`INSERT INTO mock_broker_orders ${sql.insert(orders)}
           ON CONFLICT (client_order_id) DO UPDATE SET submissions = mock_broker_orders.submissions + 1
           RETURNING ${all}`
   })
@@ -166,8 +174,17 @@ export const make = Effect.gen(function*() {
   })
 
   return {
-    priceFor: (connectionId: BrokerId, symbol: string) =>
-      Effect.map(priceFor({ connectionId, symbol }), Option.map(({ price }) => price)),
+    /** The price of each symbol for each connection's user, keyed by {@link priceKey}: only those set. */
+    pricesFor: (wanted: ReadonlyArray<{ readonly connectionId: BrokerId; readonly symbol: string }>) => {
+      const [first, ...rest] = wanted
+      if (first === undefined) return Effect.succeed(new Map<string, number>())
+      const connections = new Set(rest.map(({ connectionId }) => connectionId))
+      const symbols = new Set(rest.map(({ symbol }) => symbol))
+      return Effect.map(
+        selectPrices({ connections: [first.connectionId, ...connections], symbols: [first.symbol, ...symbols] }),
+        (rows) => new Map(rows.map((row) => [priceKey(row.connection_id, row.symbol), row.price]))
+      )
+    },
     setPrice,
     listPrices,
     select,

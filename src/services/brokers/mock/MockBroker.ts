@@ -2,11 +2,14 @@ import type * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import { identity } from "effect/Function"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { BrokerUnavailable } from "../../../domain/Broker.js"
 import type { OrderSpec } from "../../../domain/Intent.js"
 import { decide, REFERENCE_PRICE } from "../../../domain/MockExchange.js"
+import * as Batched from "../../../sql/Batched.js"
 import { orDie } from "../../../sql/Defects.js"
 import type { BrokerGateway, Connection, OrderRef } from "../BrokerGateway.js"
 import * as MockBook from "./MockBook.js"
@@ -18,22 +21,32 @@ import * as MockBook from "./MockBook.js"
  * fills resting orders, see `MockMarket`). Time (the end of a day order's day) is read from
  * Effect's `Clock`.
  */
+/** An order to place: its connection, client order id and spec. */
+interface Submission {
+  readonly connection: Connection
+  readonly clientOrderId: string
+  readonly spec: OrderSpec
+}
+
 export const make = Effect.gen(function*() {
   const book = yield* MockBook.make
 
-  return identity<Context.Tag.Service<typeof BrokerGateway>>({
-    submit: Effect.fn("MockBroker.submit")(
-      function*(connection: Connection, { clientOrderId, spec }: { readonly clientOrderId: string; readonly spec: OrderSpec }) {
-        const price = Option.getOrElse(yield* orDie(book.priceFor(connection.id, spec.symbol)), () => REFERENCE_PRICE)
+  /**
+   * Decides and places orders, each at its symbol's price for its connection's user: the prices
+   * read in one statement, the orders placed in one (a client order id given twice is placed once).
+   */
+  const submitAll = (submissions: ReadonlyArray<Submission>) =>
+    Effect.gen(function*() {
+      const prices = yield* book.pricesFor(submissions.map(({ connection, spec }) => ({ connectionId: connection.id, symbol: spec.symbol })))
+      const now = yield* DateTime.now
+      const decided = submissions.map(({ clientOrderId, connection, spec }) => {
+        const price = prices.get(MockBook.priceKey(connection.id, spec.symbol)) ?? REFERENCE_PRICE
         const outcome = decide(spec, price)
-        if (outcome._tag === "Unreachable") {
-          return yield* new BrokerUnavailable({ detail: "Mock broker unreachable (symbol FAIL)" })
-        }
-        const now = yield* DateTime.now
+        if (outcome._tag === "Unreachable") return Either.left(new BrokerUnavailable({ detail: "Mock broker unreachable (symbol FAIL)" }))
         const [status, filled, reason, triggered] = outcome._tag === "Rejected"
           ? ["rejected", 0, outcome.reason, false] as const
           : [outcome.status, outcome.filled, null, outcome.triggered] as const
-        const row = yield* orDie(book.place({
+        return Either.right<MockBook.BookOrder>({
           client_order_id: clientOrderId,
           broker_order_id: `mock-${clientOrderId}`,
           connection_id: connection.id,
@@ -52,10 +65,50 @@ export const make = Effect.gen(function*() {
           triggered,
           fill_price: filled > 0 ? price : null,
           filled_at: filled > 0 ? now : null
-        }))
-        return MockBook.toBrokerOrder(row, now)
-      }
-    ),
+        })
+      })
+      const orders = new Map(decided.flatMap((order) => Either.isRight(order) ? [[order.right.client_order_id, order.right]] : []))
+      const [first, ...rest] = orders.values()
+      const placed = first === undefined ? [] : yield* book.place([first, ...rest])
+      const placedById = new Map(placed.map((row) => [row.client_order_id, row]))
+      return decided.map((order) =>
+        Either.match(order, {
+          onLeft: (error) => Exit.fail(error),
+          onRight: ({ client_order_id }) => {
+            const row = placedById.get(client_order_id)
+            return row === undefined
+              ? Exit.die(new Error(`mock order ${client_order_id} was not placed`))
+              : Exit.succeed(MockBook.toBrokerOrder(row, now))
+          }
+        })
+      )
+    })
+
+  /**
+   * Submissions that arrive together (jobs claimed together) share the two statements; should a
+   * batch fail, each is submitted alone, so that one bad submission fails no other (placing an
+   * order again only counts).
+   */
+  const submitBatched = yield* Batched.make(
+    (submissions: ReadonlyArray<Submission>) =>
+      submitAll(submissions).pipe(
+        orDie,
+        Effect.catchAllCause(() =>
+          Effect.forEach(submissions, (submission) =>
+            submitAll([submission]).pipe(
+              orDie,
+              Effect.flatMap(([exit]) => exit ?? Effect.dieMessage("a submission went unanswered")),
+              Effect.exit
+            ))
+        ),
+        Effect.withSpan("MockBroker.submitBatch", { attributes: { "batch.size": submissions.length } })
+      ),
+    { name: "mock_submit", maxBatch: 100, concurrency: 2 }
+  )
+
+  return identity<Context.Tag.Service<typeof BrokerGateway>>({
+    submit: (connection, order) =>
+      submitBatched({ connection, ...order }).pipe(Effect.withSpan("MockBroker.submit")),
 
     lookup: Effect.fn("MockBroker.lookup")(function*(_: Connection, order: OrderRef) {
       const now = yield* DateTime.now

@@ -1,0 +1,167 @@
+import { describe, expect, layer } from "@effect/vitest"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as DateTime from "effect/DateTime"
+import * as Duration from "effect/Duration"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
+import * as Option from "effect/Option"
+import { IntentId, type Owner } from "../../src/domain/Ids.js"
+import { clientOrderId } from "../../src/domain/Routing.js"
+import * as Services from "../../src/Services.js"
+import { BrokerGateway } from "../../src/services/brokers/BrokerGateway.js"
+import { MockMarket } from "../../src/services/brokers/mock/MockMarket.js"
+import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
+import { RoutingRepository } from "../../src/services/routing/RoutingRepository.js"
+import * as Batched from "../../src/sql/Batched.js"
+import * as Database from "../../src/sql/Database.js"
+import { eventId, marketSpec, newIntent, seedUser, uuid } from "../support/Fixtures.js"
+import * as Postgres from "../support/Postgres.js"
+import * as TestServer from "../support/TestServer.js"
+
+const backends = [
+  ["PGlite", Database.migrated(Database.pglite(undefined))],
+  ["PostgreSQL", Postgres.layerFresh]
+] as const
+
+/** Intents of one user on its live connection, each created with its submit job. */
+const liveIntents = (count: number) =>
+  Effect.gen(function*() {
+    const intents = yield* IntentRepository
+    const { liveBroker, user } = yield* seedUser
+    const owner: Owner = { userId: user.id, mode: "live" }
+    const inputs = Array.from({ length: count }, () => newIntent(owner, liveBroker.id))
+    const now = yield* DateTime.now
+    yield* Effect.forEach(inputs, (input) => intents.create(input, { now, quota: undefined, eventId: eventId() }))
+    return { owner, inputs }
+  })
+
+const filledOrder = (id: string, fills: ReadonlyArray<readonly [string, number]>, status: "partially_filled" | "filled" = "filled") => ({
+  brokerOrderId: `alpaca-${id}`,
+  clientOrderId: clientOrderId(id),
+  status,
+  fills: fills.map(([fillId, quantity]) => ({ id: fillId, quantity, price: 100, filledAt: DateTime.unsafeMake("2026-11-24T15:00:00Z") }))
+})
+
+/** The batches `name` has served so far, and the calls they served. */
+const served = (name: string) =>
+  Effect.map(Metric.value(Batched.batchSize.pipe(Metric.tagged("batch", name))), ({ count, sum }) => ({ batches: count, calls: sum }))
+
+/** Runs `effect` and says how many batches of `name` it took and how many calls they served. */
+const batchesOf = <A, E, R>(name: string, effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const before = yield* served(name)
+    const result = yield* effect
+    const after = yield* served(name)
+    return { result, batches: after.batches - before.batches, calls: after.calls - before.calls }
+  })
+
+for (const [name, database] of backends) {
+  const ports = Services.ports(TestServer.options).pipe(Layer.provideMerge(database))
+
+  layer(ports, { timeout: 60_000, excludeTestServices: true })(`routing in batches on ${name}`, (it) => {
+    describe("recording the broker's word about many intents at once", () => {
+      it.effect("each intent gets its own order, fill, transition and event, and each worker's job ends", () =>
+        Effect.gen(function*() {
+          const routing = yield* RoutingRepository
+          const intents = yield* IntentRepository
+          const sql = yield* SqlClient.SqlClient
+          const { inputs, owner } = yield* liveIntents(30)
+          const ids = new Set<string>(inputs.map(({ id }) => id))
+          const jobs = (yield* routing.claim(1000, Duration.seconds(30))).filter((job) => ids.has(job.intentId))
+          expect(jobs).toHaveLength(30)
+          const { batches, calls, result: transitions } = yield* batchesOf("routing_record", Effect.forEach(
+            jobs,
+            (job) => routing.record(job.intentId, filledOrder(job.intentId, [[`x-${job.intentId}`, 10]]), job),
+            { concurrency: "unbounded" }
+          ))
+          // They shared transactions.
+          expect(calls).toBe(30)
+          expect(batches).toBeLessThan(30)
+          expect(transitions.map((t) => [t.status, t.filled, t.changed])).toEqual(jobs.map(() => ["filled", 10, true]))
+          for (const input of inputs) {
+            const intent = yield* Effect.flatten(intents.findById(owner, input.id))
+            expect(intent).toMatchObject({ status: "filled", orders: [{ status: "filled", fills: [{ quantity: 10, price: 100 }] }] })
+          }
+          const events = yield* sql<{ type: string; count: number }>`
+            SELECT type, count(*)::int AS count FROM events WHERE intent_id IN ${sql.in([...ids])} GROUP BY type ORDER BY type`
+          expect(events).toEqual([{ type: "intent.created", count: 30 }, { type: "intent.filled", count: 30 }])
+          expect(yield* sql`SELECT 1 FROM routing_jobs WHERE intent_id IN ${sql.in([...ids])}`).toEqual([])
+        }))
+
+      it.effect("two words about one intent arriving together: the second is recorded on what the first left", () =>
+        Effect.gen(function*() {
+          const routing = yield* RoutingRepository
+          const intents = yield* IntentRepository
+          const { inputs: [input], owner } = yield* liveIntents(1)
+          if (input === undefined) return yield* Effect.dieMessage("no intent")
+          const [partial, filled] = yield* Effect.all([
+            routing.record(input.id, filledOrder(input.id, [["a", 4]], "partially_filled")),
+            routing.record(input.id, filledOrder(input.id, [["a", 4], ["b", 6]]))
+          ], { concurrency: "unbounded" })
+          expect(partial).toMatchObject({ status: "partially_filled", filled: 4, changed: true })
+          expect(filled).toMatchObject({ status: "filled", filled: 10, changed: true, fills: [{ id: "b", quantity: 6 }] })
+          const intent = yield* Effect.flatten(intents.findById(owner, input.id))
+          expect(intent.status).toBe("filled")
+          expect(intent.orders[0]?.fills.map((f) => f.quantity).sort((a, b) => a - b)).toEqual([4, 6])
+        }))
+
+      it.effect("a recording that cannot be made fails alone: the others arriving with it are recorded", () =>
+        Effect.gen(function*() {
+          const routing = yield* RoutingRepository
+          const intents = yield* IntentRepository
+          const { inputs, owner } = yield* liveIntents(5)
+          const missing = IntentId.make(uuid())
+          const exits = yield* Effect.forEach(
+            [missing, ...inputs.map(({ id }) => id)],
+            (id) => Effect.exit(routing.record(id, filledOrder(id, [[`y-${id}`, 10]]))),
+            { concurrency: "unbounded" }
+          )
+          expect(exits.map(Exit.isSuccess)).toEqual([false, true, true, true, true, true])
+          for (const input of inputs) {
+            expect((yield* Effect.flatten(intents.findById(owner, input.id))).status).toBe("filled")
+          }
+        }))
+    })
+
+    describe("the mock broker, given many orders at once", () => {
+      it.effect("each is decided at its own user's price; an unreachable symbol fails alone; an order given twice is placed once", () =>
+        Effect.gen(function*() {
+          const broker = yield* BrokerGateway
+          const market = yield* MockMarket
+          const sql = yield* SqlClient.SqlClient
+          const ada = yield* seedUser
+          const bob = yield* seedUser
+          yield* market.setPrice(ada.user.id, { symbol: "AAPL", price: 90 })
+          yield* market.setPrice(bob.user.id, { symbol: "AAPL", price: 120 })
+          const connection = (broker: typeof ada.testBroker) => ({ id: broker.id, kind: "mock" as const })
+          const twice = `tir_${uuid()}`
+          const submissions = [
+            [connection(ada.testBroker), `tir_${uuid()}`, marketSpec],
+            [connection(bob.testBroker), `tir_${uuid()}`, marketSpec],
+            [connection(ada.testBroker), `tir_${uuid()}`, { ...marketSpec, symbol: "FAIL" }],
+            [connection(bob.testBroker), `tir_${uuid()}`, { ...marketSpec, symbol: "MSFT" }],
+            [connection(ada.testBroker), twice, marketSpec],
+            [connection(ada.testBroker), twice, marketSpec]
+          ] as const
+          const { batches, calls, result: exits } = yield* batchesOf("mock_submit", Effect.forEach(
+            submissions,
+            ([conn, id, spec]) => Effect.exit(broker.submit(conn, { clientOrderId: id, spec })),
+            { concurrency: "unbounded" }
+          ))
+          expect(calls).toBe(6)
+          expect(batches).toBeLessThan(6)
+          const outcomes = exits.map(Exit.match({
+            onSuccess: (order) => order.fills.map((f) => f.price),
+            onFailure: (cause) => Option.match(Cause.failureOption(cause), { onNone: () => "defect", onSome: (e) => e._tag })
+          }))
+          expect(outcomes).toEqual([[90], [120], "BrokerUnavailable", [100], [90], [90]])
+          const placed = yield* sql<{ submissions: number }>`
+            SELECT submissions FROM mock_broker_orders WHERE client_order_id = ${twice}`
+          expect(placed).toEqual([{ submissions: 1 }])
+        }))
+    })
+  })
+}
