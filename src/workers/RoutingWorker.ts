@@ -40,7 +40,7 @@ export const make = (options: RoutingOptions) =>
   Effect.gen(function*() {
     const repository = yield* RoutingRepository
     const broker = yield* BrokerGateway
-    const concurrency = options.concurrency ?? 32
+    const concurrency = options.concurrency ?? 128
     const pollInterval = Duration.decode(options.pollInterval ?? "1 second")
     const [first, ...rest] = options.retryDelays
     const schedule: Schedule.Schedule<unknown> = first === undefined
