@@ -240,13 +240,8 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
           SELECT pg_notify(${ROUTING_CHANNEL}, 'submit')`
   })
 
-  /**
-   * The intent as created. Its fields were checked already (the payload's schema, the order's rules,
-   * the statement's constraints), so the class does not check them again: that was about 3% of a
-   * creation's CPU.
-   */
   const intentCreated = (input: NewIntent, now: DateTime.Utc) =>
-    new TradeIntent({ ...input, status: "pending", status_reason: null, orders: [], created_at: now, updated_at: now }, true)
+    new TradeIntent({ ...input, status: "pending", status_reason: null, orders: [], created_at: now, updated_at: now })
 
   const creationRow = (input: NewIntent, eventId: string, now: DateTime.Utc, ord: number): typeof CreationRow.Type => ({
     ...input,
