@@ -139,10 +139,16 @@ for (const [name, store] of stores) {
           )
           expect(burst.filter((d) => d.allowed)).toHaveLength(limit - 300)
           expect(burst.filter((d) => !d.allowed).every((d) => d.remaining === 0 && d.retryAfter > 0)).toBe(true)
-          // Past the limit, refusals cost no round trip: the shared count stays where the leases left it.
+          // Past the limit, an instance whose last lease was granted whole finds the limit reached
+          // with one more upsert (a refusal); from then on, refusals cost no round trip: the shared
+          // count stays where the leases left it.
+          const refused = yield* Effect.all([a.consume("lease:" + name, limit), b.consume("lease:" + name, limit)])
+          expect(refused.map((d) => d.allowed)).toEqual([false, false])
           const settled = yield* shared
-          yield* a.consume("lease:" + name, limit)
-          yield* b.consume("lease:" + name, limit)
+          for (let i = 0; i < 10; i++) {
+            expect((yield* a.consume("lease:" + name, limit)).allowed).toBe(false)
+            expect((yield* b.consume("lease:" + name, limit)).allowed).toBe(false)
+          }
           expect(yield* shared).toBe(settled)
         }).pipe(Effect.scoped))
     }
