@@ -82,7 +82,6 @@ const StateRow = Schema.Struct({
 /** Routing work to add, or to move to `run_at` if already queued. */
 const NewJob = Tables.RoutingJobs.row.pick("intent_id", "kind", "run_at", "created_at")
 
-/** The SQL steps every state change shares, to be run inside the caller's transaction. */
 /** A status change to write: the intent's new status and reason, with its event. */
 export interface Change {
   readonly intentId: IntentId

@@ -62,7 +62,8 @@ export class RoutingRepository extends Context.Tag("RoutingRepository")<RoutingR
   readonly context: (intentId: IntentId) => Effect.Effect<Option.Option<RoutingContext>>
   /**
    * Records the broker's word about the order: the order, new fills, the transition and its event;
-   * with `done`, also finishes that job (as `finish` does) in the same transaction.
+   * with `done`, also finishes that job (as `finish` does) in the same transaction. Records that
+   * arrive together may share that transaction; inside a caller's transaction, it is the caller's.
    */
   readonly record: (intentId: IntentId, order: BrokerOrder, done?: Job) => Effect.Effect<Transition>
   /** Routing gave up (the broker certainly holds no order); with `done`, that job ends with it. */

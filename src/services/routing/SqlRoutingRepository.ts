@@ -343,6 +343,15 @@ export const make = Effect.gen(function*() {
       return transitions
     }).pipe(sql.withTransaction, orDie)
 
+  /** The transition of the recording at `index`; a defect should the batch have left it out. */
+  const answerOf = (transitions: ReadonlyArray<Transition>, index: number): Exit.Exit<Transition> => {
+    const transition = transitions.at(index)
+    return transition === undefined ? Exit.die(new Error("a recording went unanswered")) : Exit.succeed(transition)
+  }
+
+  /** One recording in a transaction of its own, or in the caller's. */
+  const recordOne = (recording: Recording) => Effect.flatten(Effect.map(recordAll([recording]), (t) => answerOf(t, 0)))
+
   /**
    * Recordings that arrive together (the workers' jobs claimed together, a broker's stream) share
    * one transaction; should it fail, each is recorded alone, so that one bad recording fails no
@@ -350,15 +359,8 @@ export const make = Effect.gen(function*() {
    */
   const recordBatch = (recordings: ReadonlyArray<Recording>) =>
     recordAll(recordings).pipe(
-      Effect.map((transitions) =>
-        recordings.map((_, i) => {
-          const transition = transitions[i]
-          return transition === undefined ? Exit.die(new Error("a recording went unanswered")) : Exit.succeed(transition)
-        })
-      ),
-      Effect.catchAllCause(() =>
-        Effect.forEach(recordings, (recording) => Effect.exit(Effect.map(recordAll([recording]), ([t]) => t)))
-      ),
+      Effect.map((transitions) => recordings.map((_, i) => answerOf(transitions, i))),
+      Effect.catchAllCause(() => Effect.forEach(recordings, (recording) => Effect.exit(recordOne(recording)))),
       Effect.withSpan("RoutingRepository.recordBatch", { attributes: { "batch.size": recordings.length } })
     )
   const recordBatched = yield* Batched.make(recordBatch, { name: "routing_record", maxBatch: 100, concurrency: 2 })
@@ -396,10 +398,7 @@ export const make = Effect.gen(function*() {
       Effect.serviceOption(SqlClient.TransactionConnection).pipe(
         Effect.flatMap((transaction) =>
           // Inside a caller's transaction, the recording belongs to it: it cannot wait for a batch.
-          Option.isSome(transaction)
-            ? Effect.flatMap(recordAll([{ intentId, order, done }]), ([transition]) =>
-              transition === undefined ? Effect.dieMessage("a recording went unanswered") : Effect.succeed(transition))
-            : recordBatched({ intentId, order, done })
+          Option.isSome(transaction) ? recordOne({ intentId, order, done }) : recordBatched({ intentId, order, done })
         ),
         Effect.withSpan("RoutingRepository.record", { attributes: { intent_id: intentId } })
       ),
