@@ -217,8 +217,10 @@ for (const [name, backend] of backends) {
         yield* Effect.sleep("1500 millis")
         const sent = arrivals.slice(before)
         // At most the deliveries claimed with the first (the endpoint's in-flight cap), none after the 410.
+        // A request sent after the 410 could only start once the requests in flight were answered
+        // (the cap), 300 ms after they arrived; a busy machine may see one in flight arrive late.
         expect(sent.length).toBeLessThanOrEqual(MAX_IN_FLIGHT_PER_ENDPOINT)
-        expect(sent.filter((at) => at > goneAt + 100)).toEqual([])
+        expect(sent.filter((at) => at > goneAt + 250)).toEqual([])
         const listed = yield* Effect.flatMap(operator, ({ admin }) => admin.listWebhookEndpoints({ path: { user_id: userId } }))
         const [view] = listed.items
         expect(view?.disabled_at).not.toBeNull()
