@@ -14,13 +14,6 @@ import { orDie } from "../../../sql/Defects.js"
 import type { BrokerGateway, Connection, OrderRef } from "../BrokerGateway.js"
 import * as MockBook from "./MockBook.js"
 
-/**
- * The deterministic mock broker of test mode. Its book lives in the database, keyed by client
- * order id: submissions are idempotent, survive restarts, and are shared by every instance. An
- * order is decided at its symbol's price for the connection's user (100 unless set; a price move
- * fills resting orders, see `MockMarket`). Time (the end of a day order's day) is read from
- * Effect's `Clock`.
- */
 /** An order to place: its connection, client order id and spec. */
 interface Submission {
   readonly connection: Connection
@@ -28,6 +21,46 @@ interface Submission {
   readonly spec: OrderSpec
 }
 
+/** The book's row for an order decided at `price`, or the mock's refusal to answer (symbol `FAIL`). */
+const decideOrder = (
+  { clientOrderId, connection, spec }: Submission,
+  price: number,
+  now: DateTime.Utc
+): Either.Either<MockBook.BookOrder, BrokerUnavailable> => {
+  const outcome = decide(spec, price)
+  if (outcome._tag === "Unreachable") return Either.left(new BrokerUnavailable({ detail: "Mock broker unreachable (symbol FAIL)" }))
+  const [status, filled, reason, triggered] = outcome._tag === "Rejected"
+    ? ["rejected", 0, outcome.reason, false] as const
+    : [outcome.status, outcome.filled, null, outcome.triggered] as const
+  return Either.right({
+    client_order_id: clientOrderId,
+    broker_order_id: `mock-${clientOrderId}`,
+    connection_id: connection.id,
+    time_in_force: spec.time_in_force,
+    status,
+    reason,
+    filled_quantity: filled,
+    placed_at: now,
+    updated_at: now,
+    symbol: spec.symbol,
+    side: spec.side,
+    order_type: spec.order_type,
+    quantity: spec.quantity,
+    limit_price: spec.limit_price,
+    stop_price: spec.stop_price,
+    triggered,
+    fill_price: filled > 0 ? price : null,
+    filled_at: filled > 0 ? now : null
+  })
+}
+
+/**
+ * The deterministic mock broker of test mode. Its book lives in the database, keyed by client
+ * order id: submissions are idempotent, survive restarts, and are shared by every instance. An
+ * order is decided at its symbol's price for the connection's user (100 unless set; a price move
+ * fills resting orders, see `MockMarket`). Time (the end of a day order's day) is read from
+ * Effect's `Clock`.
+ */
 export const make = Effect.gen(function*() {
   const book = yield* MockBook.make
 
@@ -39,34 +72,13 @@ export const make = Effect.gen(function*() {
     Effect.gen(function*() {
       const prices = yield* book.pricesFor(submissions.map(({ connection, spec }) => ({ connectionId: connection.id, symbol: spec.symbol })))
       const now = yield* DateTime.now
-      const decided = submissions.map(({ clientOrderId, connection, spec }) => {
-        const price = prices.get(MockBook.priceKey(connection.id, spec.symbol)) ?? REFERENCE_PRICE
-        const outcome = decide(spec, price)
-        if (outcome._tag === "Unreachable") return Either.left(new BrokerUnavailable({ detail: "Mock broker unreachable (symbol FAIL)" }))
-        const [status, filled, reason, triggered] = outcome._tag === "Rejected"
-          ? ["rejected", 0, outcome.reason, false] as const
-          : [outcome.status, outcome.filled, null, outcome.triggered] as const
-        return Either.right<MockBook.BookOrder>({
-          client_order_id: clientOrderId,
-          broker_order_id: `mock-${clientOrderId}`,
-          connection_id: connection.id,
-          time_in_force: spec.time_in_force,
-          status,
-          reason,
-          filled_quantity: filled,
-          placed_at: now,
-          updated_at: now,
-          symbol: spec.symbol,
-          side: spec.side,
-          order_type: spec.order_type,
-          quantity: spec.quantity,
-          limit_price: spec.limit_price,
-          stop_price: spec.stop_price,
-          triggered,
-          fill_price: filled > 0 ? price : null,
-          filled_at: filled > 0 ? now : null
-        })
-      })
+      const decided = submissions.map((submission) =>
+        decideOrder(
+          submission,
+          prices.get(MockBook.priceKey(submission.connection.id, submission.spec.symbol)) ?? REFERENCE_PRICE,
+          now
+        )
+      )
       const orders = new Map(decided.flatMap((order) => Either.isRight(order) ? [[order.right.client_order_id, order.right]] : []))
       const [first, ...rest] = orders.values()
       const placed = first === undefined ? [] : yield* book.place([first, ...rest])
