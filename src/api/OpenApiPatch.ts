@@ -155,7 +155,7 @@ const signatureHeaders: ReadonlyArray<Json> = [
 ]
 
 const deliveryResponses: Json = {
-  "2XX": { description: "Received: any 2xx within 10 s ends the delivery" },
+  "2XX": { description: "Received: a 2xx answer within 10 s ends the delivery" },
   "410": { description: "Gone: the endpoint is disabled and receives nothing more" },
   default: { description: "Anything else, or no answer in 10 s: the delivery is retried on the retry schedule" }
 }
