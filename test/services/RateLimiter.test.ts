@@ -131,19 +131,28 @@ for (const [name, store] of stores) {
           expect(first.every((d) => d.allowed)).toBe(true)
           expect(first.map((d) => d.remaining)).toEqual(Array.from({ length: 300 }, (_, i) => limit - 1 - i))
           expect(yield* shared).toBe(leaseSize(limit, 0) * 3)
-          // Then 6,000 more at once over both instances: exactly the rest of the limit is admitted
-          // (each instance uses every lease it takes while the burst lasts).
+          // Then 6,000 more at once over both instances. Never past the limit: what a lease leaves
+          // unused on the instance whose share of the burst ran out first is lost to the other
+          // instance for the window (at most one lease), but stays usable where it is.
           const burst = yield* Effect.all(
             Array.from({ length: 6_000 }, (_, i) => (i % 2 === 0 ? a : b).consume("lease:" + name, limit)),
             { concurrency: "unbounded" }
           )
-          expect(burst.filter((d) => d.allowed)).toHaveLength(limit - 300)
+          const admitted = burst.filter((d) => d.allowed).length
+          expect(admitted).toBeLessThanOrEqual(limit - 300)
+          expect(admitted).toBeGreaterThanOrEqual(limit - 300 - leaseSize(limit, 0))
           expect(burst.filter((d) => !d.allowed).every((d) => d.remaining === 0 && d.retryAfter > 0)).toBe(true)
-          // Past the limit, an instance whose last lease was granted whole finds the limit reached
-          // with one more upsert (a refusal); from then on, refusals cost no round trip: the shared
-          // count stays where the leases left it.
-          const refused = yield* Effect.all([a.consume("lease:" + name, limit), b.consume("lease:" + name, limit)])
-          expect(refused.map((d) => d.allowed)).toEqual([false, false])
+          // Each instance admits what its lease left, then finds the limit reached (an instance whose
+          // last lease was granted whole needs one more upsert for that). All told, exactly the
+          // limit was admitted.
+          const rest = (limiter: typeof a) =>
+            Effect.map(
+              Effect.forEach(Array.from({ length: leaseSize(limit, 0) + 1 }), () => limiter.consume("lease:" + name, limit)),
+              (decisions) => decisions.filter((d) => d.allowed).length
+            )
+          const leftOver = (yield* rest(a)) + (yield* rest(b))
+          expect(300 + admitted + leftOver).toBe(limit)
+          // From then on, refusals cost no round trip: the shared count stays where the leases left it.
           const settled = yield* shared
           for (let i = 0; i < 10; i++) {
             expect((yield* a.consume("lease:" + name, limit)).allowed).toBe(false)
