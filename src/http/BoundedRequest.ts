@@ -8,6 +8,7 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Inspectable from "effect/Inspectable"
 import * as Stream from "effect/Stream"
+import { Readable } from "node:stream"
 import * as StrictJson from "../domain/StrictJson.js"
 
 /** The body went over the limit: the request is answered 413 once the body has been read to its end. */
@@ -114,8 +115,54 @@ class BoundedRequest extends Inspectable.Class implements HttpServerRequest.Http
   }
 }
 
-/** Reads a whole body, keeping it while it stays within `maxBytes`. */
-const readBounded = (request: HttpServerRequest.HttpServerRequest, maxBytes: number) =>
+const decodeError = (request: HttpServerRequest.HttpServerRequest, cause: unknown) =>
+  new RequestError({ request, reason: "Decode", cause })
+
+/**
+ * Reads a Node request's body from its events, keeping the chunks while they stay within
+ * `maxBytes` and dropping the rest. A request closed before its body ends fails the read.
+ */
+const readNode = (request: HttpServerRequest.HttpServerRequest, source: Readable, maxBytes: number) =>
+  Effect.async<Uint8Array, RequestError>((resume) => {
+    if (source.destroyed) {
+      resume(Effect.fail(decodeError(request, new Error("the request was closed before its body was read"))))
+      return
+    }
+    const chunks: Array<Buffer> = []
+    let bytes = 0
+    const onData = (chunk: Buffer) => {
+      bytes += chunk.length
+      if (bytes <= maxBytes) chunks.push(chunk)
+      else chunks.length = 0
+    }
+    const onEnd = () => {
+      cleanup()
+      resume(
+        bytes > maxBytes
+          ? Effect.fail(decodeError(request, new BodyTooLarge()))
+          : Effect.succeed(Buffer.concat(chunks, bytes))
+      )
+    }
+    const onError = (cause: unknown) => {
+      cleanup()
+      resume(Effect.fail(decodeError(request, cause)))
+    }
+    const onClose = () => onError(new Error("the request was closed before its body ended"))
+    const cleanup = () => {
+      source.off("data", onData)
+      source.off("end", onEnd)
+      source.off("error", onError)
+      source.off("close", onClose)
+    }
+    source.on("data", onData)
+    source.once("end", onEnd)
+    source.once("error", onError)
+    source.once("close", onClose)
+    return Effect.sync(cleanup)
+  })
+
+/** Reads any other request's body as a stream, with the same bound. */
+const readStream = (request: HttpServerRequest.HttpServerRequest, maxBytes: number) =>
   Stream.runFold(
     request.stream,
     { chunks: Chunk.empty<Uint8Array>(), bytes: 0 },
@@ -126,10 +173,18 @@ const readBounded = (request: HttpServerRequest.HttpServerRequest, maxBytes: num
   ).pipe(
     Effect.flatMap(({ bytes, chunks }) =>
       bytes > maxBytes
-        ? Effect.fail(new RequestError({ request, reason: "Decode", cause: new BodyTooLarge() }))
+        ? Effect.fail(decodeError(request, new BodyTooLarge()))
         : Effect.succeed(Buffer.concat(Chunk.toReadonlyArray(chunks)))
     )
   )
+
+/**
+ * Reads a whole body, keeping it while it stays within `maxBytes`. A Node server's request is read
+ * from its events: the same fold as a `Stream` without a stream's fibers per request, which cost a
+ * creation a third of its CPU.
+ */
+const readBounded = (request: HttpServerRequest.HttpServerRequest, maxBytes: number) =>
+  request.source instanceof Readable ? readNode(request, request.source, maxBytes) : readStream(request, maxBytes)
 
 /** `request` with its body bounded to `maxBytes` (read lazily, once) and strict JSON. */
 export const make = (
