@@ -1,0 +1,36 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import { eventId, IdGenerator } from "../../src/services/IdGenerator.js"
+
+describe("IdGenerator", () => {
+  it.effect("ids drawn across many blocks of the random pool are well formed and never repeat", () =>
+    Effect.gen(function*() {
+      const ids = yield* IdGenerator
+      // 2,000 × 16 bytes and 2,000 × (2 × 24) bytes: many 4 KiB blocks, with draws across their ends.
+      const hex = yield* Effect.replicateEffect(ids.hex(16), 2_000)
+      const base62 = yield* Effect.replicateEffect(ids.base62(24), 2_000)
+      const events = yield* Effect.replicateEffect(eventId, 100)
+      for (const id of hex) expect(id).toMatch(/^[0-9a-f]{32}$/)
+      for (const id of base62) expect(id).toMatch(/^[0-9A-Za-z]{24}$/)
+      for (const id of events) expect(id).toMatch(/^evt_[0-9a-f]{32}$/)
+      expect(new Set([...hex, ...events.map((id) => id.slice(4))]).size).toBe(2_100)
+      expect(new Set(base62).size).toBe(2_000)
+    }).pipe(Effect.provide(IdGenerator.layer)))
+
+  it.effect("a draw larger than the pool is served whole", () =>
+    Effect.gen(function*() {
+      const ids = yield* IdGenerator
+      const long = yield* ids.hex(8_192)
+      expect(long).toMatch(/^[0-9a-f]{16384}$/)
+      // Random bytes of that length are never all one value.
+      expect(new Set(long).size).toBeGreaterThan(1)
+    }).pipe(Effect.provide(IdGenerator.layer)))
+
+  it.effect("two instances of the Layer draw different bytes", () =>
+    Effect.gen(function*() {
+      const draw = Effect.flatMap(IdGenerator, (ids) => ids.hex(16))
+      const first = yield* Effect.provide(draw, IdGenerator.layer)
+      const second = yield* Effect.provide(draw, IdGenerator.layer)
+      expect(first).not.toBe(second)
+    }))
+})
