@@ -118,7 +118,7 @@ export const exporters = (options: Options): Layer.Layer<never> => {
 
 /**
  * Telemetry as configured: the exporters, or, without an endpoint, the tracer disabled, so that
- * `Effect.fn` and `Effect.withSpan` make no span (their cost per request is then next to nothing).
+ * the spans of `Tracing.span` are not made (their cost per request is then next to nothing).
  */
 export const layer: Layer.Layer<never, ConfigError.ConfigError> = Layer.unwrapEffect(
   Effect.map(config, Option.match({ onNone: () => Layer.setTracerEnabled(false), onSome: exporters }))

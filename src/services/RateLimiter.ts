@@ -7,6 +7,7 @@ import * as Ref from "effect/Ref"
 import { Redis } from "ioredis"
 import { decide, type RateDecision, rateWindow } from "../domain/Limits.js"
 import * as SqlRateLimiter from "./SqlRateLimiter.js"
+import * as Tracing from "../Tracing.js"
 
 /** One atomic round trip: the window's count, bumped, with the key set to expire after the window. */
 const INCREMENT = `local count = redis.call("INCR", KEYS[1])
@@ -70,7 +71,7 @@ export class RateLimiter extends Context.Tag("RateLimiter")<RateLimiter, {
               const key = `tir:rate:${bucket}:${window.start}`
               const count = yield* Effect.tryPromise(() => redis.eval(INCREMENT, 1, key, window.reset + 60))
               return decide(limit, Number(count), now)
-            }).pipe(Effect.orDie, Effect.withSpan("RateLimiter.consume"))
+            }).pipe(Effect.orDie, Tracing.span("RateLimiter.consume"))
         }
       })
     )

@@ -8,6 +8,7 @@ import * as FiberSet from "effect/FiberSet"
 import * as Schema from "effect/Schema"
 import { decide, granted, leaseSize, type RateDecision, rateWindow } from "../domain/Limits.js"
 import * as Batched from "../sql/Batched.js"
+import * as Tracing from "../Tracing.js"
 
 /** A lease asked for: `size` more requests of `bucket` in the window starting at `windowStart` (Unix seconds). */
 interface LeaseRequest {
@@ -46,7 +47,7 @@ export const sweep = Effect.gen(function*() {
   const now = yield* DateTime.now
   const cutoff = new Date((rateWindow(now).start - 60) * 1000)
   yield* sql`DELETE FROM rate_limits WHERE window_start < ${cutoff}`
-}).pipe(Effect.withSpan("RateLimiter.sweep"))
+}).pipe(Tracing.span("RateLimiter.sweep"))
 
 /**
  * The count lives in the database, one row per bucket, shared by every instance; each instance

@@ -16,6 +16,7 @@ import DashboardLogins from "./migrations/0011_dashboard_logins.js"
 import WebhookTestEvents from "./migrations/0012_webhook_test_events.js"
 import MockPrices from "./migrations/0013_mock_prices.js"
 import IntentDocument from "./migrations/0014_intent_document.js"
+import * as Tracing from "../Tracing.js"
 
 /** Every migration, statically imported so that a bundled build finds them. */
 export const loader = Migrator.fromRecord({
@@ -58,7 +59,7 @@ export const runExclusive = Effect.gen(function*() {
 }).pipe(Effect.scoped)
 
 const logged = <A, E, R>(migrations: Effect.Effect<A, E, R>) =>
-  migrations.pipe(Effect.withSpan("Migrations.run"), Effect.annotateLogs({ service: "migrations" }))
+  migrations.pipe(Tracing.span("Migrations.run"), Effect.annotateLogs({ service: "migrations" }))
 
 /** Runs the migrations when built: provide it after the `SqlClient` and before anything that queries. */
 export const layer = Layer.effectDiscard(logged(run))

@@ -14,6 +14,7 @@ import { ROUTING_CHANNEL } from "../sql/Channels.js"
 import { type Job, type RoutingContext, RoutingRepository } from "../services/routing/RoutingRepository.js"
 import * as JobLoop from "./JobLoop.js"
 import { delays } from "./RetryConfig.js"
+import * as Tracing from "../Tracing.js"
 
 export interface RoutingOptions {
   /** Delays between attempts at an unreachable broker before the intent fails. */
@@ -189,7 +190,7 @@ export const make = (options: RoutingOptions) =>
             return yield* sync(context.value, job)
         }
       }).pipe(
-        Effect.withSpan("RoutingWorker.process", { attributes: { intent_id: job.intentId, kind: job.kind } }),
+        Tracing.span("RoutingWorker.process", { attributes: { intent_id: job.intentId, kind: job.kind } }),
         Effect.annotateLogs({ intent_id: job.intentId, job: job.kind })
       )
 

@@ -22,6 +22,7 @@ import { type AttemptResult, type DueDelivery, WebhookRepository } from "../serv
 import { WebhookSigner } from "../services/webhooks/WebhookSigner.js"
 import * as JobLoop from "./JobLoop.js"
 import { delayAfter, delays, retrySchedule } from "./RetryConfig.js"
+import * as Tracing from "../Tracing.js"
 
 export interface WebhookOptions {
   /** Delays between attempts; after the last one the delivery is failed (it can be re-sent). */
@@ -213,7 +214,7 @@ export const make = (options: WebhookOptions) =>
         )
         yield* logOutcome(result)
       }).pipe(
-        Effect.withSpan("WebhookWorker.deliver", { attributes: { delivery_id: delivery.id, event_id: delivery.eventId } }),
+        Tracing.span("WebhookWorker.deliver", { attributes: { delivery_id: delivery.id, event_id: delivery.eventId } }),
         Effect.annotateLogs({ delivery_id: delivery.id, event_id: delivery.eventId, endpoint_id: delivery.endpointId })
       )
 

@@ -24,6 +24,7 @@ import { CredentialsCipher } from "../CredentialsCipher.js"
 import { IdGenerator } from "../IdGenerator.js"
 import { AccountRepository } from "./AccountRepository.js"
 import { ApiKeyCache } from "./ApiKeyCache.js"
+import * as Tracing from "../../Tracing.js"
 
 /** The dashboard's use cases: users, API keys, broker connections. */
 export class Operators extends Effect.Service<Operators>()("Operators", {
@@ -41,7 +42,7 @@ export class Operators extends Effect.Service<Operators>()("Operators", {
         () => new UserNotFound()
       ).pipe(Effect.map((user) => user.value))
 
-    const createUser = Effect.fn("Operators.createUser")(function*(input: {
+    const createUser = Effect.fnUntraced(function*(input: {
       readonly name: string
       readonly tier: Tier
       readonly requests_per_minute?: number | undefined
@@ -56,10 +57,10 @@ export class Operators extends Effect.Service<Operators>()("Operators", {
         intents_per_month: input.intents_per_month ?? defaults.intentsPerMonth,
         created_at: yield* DateTime.now
       })
-    })
+    }, Tracing.span("Operators.createUser"))
 
     /** Creates a key; the returned `key` is the only time it is ever shown. */
-    const createApiKey = Effect.fn("Operators.createApiKey")(function*(userId: UserId, input: {
+    const createApiKey = Effect.fnUntraced(function*(userId: UserId, input: {
       readonly name: string
       readonly mode: Mode
       readonly scopes?: ReadonlyArray<ApiKeyScope> | undefined
@@ -84,7 +85,7 @@ export class Operators extends Effect.Service<Operators>()("Operators", {
       })
       yield* keyCache.created({ id: created.id, key_hash: hashApiKey(key), expires_at: created.expires_at })
       return { ...created, key }
-    })
+    }, Tracing.span("Operators.createApiKey"))
 
     /**
      * Alpaca credentials encrypted for storage, once Alpaca has accepted them in `environment`:
@@ -119,7 +120,7 @@ export class Operators extends Effect.Service<Operators>()("Operators", {
      * connection's environment, at the endpoint the deployment configures) before anything is
      * stored, then stored encrypted; they are never returned. A mock connection calls nothing.
      */
-    const createBroker = Effect.fn("Operators.createBroker")(function*(userId: UserId, input: {
+    const createBroker = Effect.fnUntraced(function*(userId: UserId, input: {
       readonly name: string
       readonly kind: BrokerKind
       readonly mode: Mode
@@ -158,14 +159,14 @@ export class Operators extends Effect.Service<Operators>()("Operators", {
         credentials,
         created_at: yield* DateTime.now
       })
-    })
+    }, Tracing.span("Operators.createBroker"))
 
     /**
      * New credentials for an Alpaca connection (after Alpaca refused the old ones, or to rotate
      * them): checked with Alpaca in the connection's environment first, then stored encrypted and
      * the connection `active` again. Nothing changes if Alpaca refuses them or cannot be reached.
      */
-    const replaceBrokerCredentials = Effect.fn("Operators.replaceBrokerCredentials")(function*(
+    const replaceBrokerCredentials = Effect.fnUntraced(function*(
       brokerId: BrokerId,
       input: { readonly api_key_id: string; readonly api_secret_key: string },
       /** When given, another user's connection (or a disconnected one) is not found. */
@@ -181,45 +182,45 @@ export class Operators extends Effect.Service<Operators>()("Operators", {
         accounts.replaceBrokerCredentials(brokerId, credentials),
         Option.match({ onNone: () => Effect.fail(new BrokerNotFound()), onSome: Effect.succeed })
       )
-    })
+    }, Tracing.span("Operators.replaceBrokerCredentials"))
 
     return {
       createUser,
-      getUser: Effect.fn("Operators.getUser")(function*(id: UserId) {
+      getUser: Effect.fnUntraced(function*(id: UserId) {
         return yield* requireUser(id)
-      }),
+      }, Tracing.span("Operators.getUser")),
       createApiKey,
-      listApiKeys: Effect.fn("Operators.listApiKeys")(function*(userId: UserId) {
+      listApiKeys: Effect.fnUntraced(function*(userId: UserId) {
         const user = yield* requireUser(userId)
         return yield* accounts.listApiKeys(user.id)
-      }),
+      }, Tracing.span("Operators.listApiKeys")),
       /** Revokes a key at once; when `userId` is given, another user's key is not found. */
-      revokeApiKey: Effect.fn("Operators.revokeApiKey")(function*(keyId: ApiKeyId, userId?: UserId) {
+      revokeApiKey: Effect.fnUntraced(function*(keyId: ApiKeyId, userId?: UserId) {
         if (userId !== undefined && Option.isNone(yield* accounts.findApiKey(userId, keyId))) {
           return yield* new ApiKeyNotFound()
         }
         if (!(yield* accounts.revokeApiKey(keyId, yield* DateTime.now))) return yield* new ApiKeyNotFound()
         yield* keyCache.invalidate(keyId)
-      }),
-      listBrokers: Effect.fn("Operators.listBrokers")(function*(owner: Owner) {
+      }, Tracing.span("Operators.revokeApiKey")),
+      listBrokers: Effect.fnUntraced(function*(owner: Owner) {
         return yield* accounts.listBrokers(owner)
-      }),
-      listUsers: Effect.fn("Operators.listUsers")(function*(limit: number) {
+      }, Tracing.span("Operators.listBrokers")),
+      listUsers: Effect.fnUntraced(function*(limit: number) {
         return yield* accounts.listUsers(limit)
-      }),
+      }, Tracing.span("Operators.listUsers")),
       /** The user's connected brokers, test mode's first. */
-      listAllBrokers: Effect.fn("Operators.listAllBrokers")(function*(userId: UserId) {
+      listAllBrokers: Effect.fnUntraced(function*(userId: UserId) {
         const user = yield* requireUser(userId)
         const [test, live] = yield* Effect.all([
           accounts.listBrokers({ userId: user.id, mode: "test" }),
           accounts.listBrokers({ userId: user.id, mode: "live" })
         ])
         return [...test, ...live]
-      }),
+      }, Tracing.span("Operators.listAllBrokers")),
       /** Disconnects one of the user's connections: its intents keep their history, new ones naming it get 404. */
-      disconnectBroker: Effect.fn("Operators.disconnectBroker")(function*(userId: UserId, brokerId: BrokerId) {
+      disconnectBroker: Effect.fnUntraced(function*(userId: UserId, brokerId: BrokerId) {
         if (!(yield* accounts.disconnectBroker(userId, brokerId, yield* DateTime.now))) return yield* new BrokerNotFound()
-      }),
+      }, Tracing.span("Operators.disconnectBroker")),
       createBroker,
       replaceBrokerCredentials
     } as const

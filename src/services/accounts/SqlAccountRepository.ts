@@ -21,6 +21,7 @@ import { ApiKeyId, BrokerId, Mode, type Owner, UserId } from "../../domain/Ids.j
 import { API_KEYS_CHANNEL, KeyCreated } from "../../sql/Channels.js"
 import { orDie } from "../../sql/Defects.js"
 import type { AccountRepository, NewApiKey, NewBrokerConnection, NewUser } from "./AccountRepository.js"
+import * as Tracing from "../../Tracing.js"
 
 const encodeKeyCreated = Schema.encodeSync(KeyCreated)
 
@@ -244,27 +245,27 @@ export const make = Effect.gen(function*() {
   const brokers = new Map<string, { readonly connection: BrokerConnection; readonly until: number }>()
 
   return identity<Context.Tag.Service<typeof AccountRepository>>({
-    createUser: Effect.fn("AccountRepository.createUser")(function*(user: NewUser) {
+    createUser: Effect.fnUntraced(function*(user: NewUser) {
       return toUser(yield* insertUser(user))
-    }, orDie),
+    }, orDie, Tracing.span("AccountRepository.createUser")),
 
-    findUser: Effect.fn("AccountRepository.findUser")(function*(id: UserId) {
+    findUser: Effect.fnUntraced(function*(id: UserId) {
       return Option.map(yield* selectUser(id), toUser)
-    }, orDie),
+    }, orDie, Tracing.span("AccountRepository.findUser")),
 
-    createApiKey: Effect.fn("AccountRepository.createApiKey")(function*(key: NewApiKey) {
+    createApiKey: Effect.fnUntraced(function*(key: NewApiKey) {
       return toApiKey(yield* insertApiKey({ ...key, last_used_at: null, revoked_at: null }))
-    }, orDie),
+    }, orDie, Tracing.span("AccountRepository.createApiKey")),
 
-    listApiKeys: Effect.fn("AccountRepository.listApiKeys")(function*(userId: UserId) {
+    listApiKeys: Effect.fnUntraced(function*(userId: UserId) {
       return (yield* selectApiKeys(userId)).map(toApiKey)
-    }, orDie),
+    }, orDie, Tracing.span("AccountRepository.listApiKeys")),
 
-    revokeApiKey: Effect.fn("AccountRepository.revokeApiKey")(function*(id: ApiKeyId, at: DateTime.Utc) {
+    revokeApiKey: Effect.fnUntraced(function*(id: ApiKeyId, at: DateTime.Utc) {
       return Option.isSome(yield* updateRevoked({ id, at }))
-    }, orDie),
+    }, orDie, Tracing.span("AccountRepository.revokeApiKey")),
 
-    findApiKeyByHash: Effect.fn("AccountRepository.findApiKeyByHash")(function*(hash: string) {
+    findApiKeyByHash: Effect.fnUntraced(function*(hash: string) {
       return Option.map(yield* selectKeyByHash(hash), (row) => ({
         key: toApiKey(row),
         user: new User({
@@ -276,21 +277,21 @@ export const make = Effect.gen(function*() {
           created_at: row.user_created_at
         })
       }))
-    }, orDie),
+    }, orDie, Tracing.span("AccountRepository.findApiKeyByHash")),
 
-    listActiveApiKeys: Effect.fn("AccountRepository.listActiveApiKeys")(function*() {
+    listActiveApiKeys: Effect.fnUntraced(function*() {
       return yield* selectActiveKeys(undefined)
-    }, orDie),
+    }, orDie, Tracing.span("AccountRepository.listActiveApiKeys")),
 
-    touchApiKey: Effect.fn("AccountRepository.touchApiKey")(function*(id: ApiKeyId, at: DateTime.Utc) {
+    touchApiKey: Effect.fnUntraced(function*(id: ApiKeyId, at: DateTime.Utc) {
       yield* updateLastUsed({ id, at })
-    }, orDie),
+    }, orDie, Tracing.span("AccountRepository.touchApiKey")),
 
-    createBroker: Effect.fn("AccountRepository.createBroker")(function*(connection: NewBrokerConnection) {
+    createBroker: Effect.fnUntraced(function*(connection: NewBrokerConnection) {
       return toBroker(yield* insertBroker(connection))
-    }, orDie),
+    }, orDie, Tracing.span("AccountRepository.createBroker")),
 
-    findBroker: Effect.fn("AccountRepository.findBroker")(function*(userId: UserId, id: string) {
+    findBroker: Effect.fnUntraced(function*(userId: UserId, id: string) {
       if (!isUuid(id)) return Option.none<BrokerConnection>()
       const key = `${userId}/${id}`
       const now = yield* Clock.currentTimeMillis
@@ -303,49 +304,51 @@ export const make = Effect.gen(function*() {
         brokers.set(key, { connection: found.value, until: now + BROKER_CACHE_MILLIS })
       }
       return found
-    }, orDie),
+    }, orDie, Tracing.span("AccountRepository.findBroker")),
 
-    listBrokers: Effect.fn("AccountRepository.listBrokers")(function*(owner: Owner) {
+    listBrokers: Effect.fnUntraced(function*(owner: Owner) {
       return (yield* selectBrokers({ user_id: owner.userId, mode: owner.mode })).map(toBroker)
-    }, orDie),
+    }, orDie, Tracing.span("AccountRepository.listBrokers")),
 
-    disconnectBroker: Effect.fn("AccountRepository.disconnectBroker")(
+    disconnectBroker: Effect.fnUntraced(
       function*(userId: UserId, id: BrokerId, at: DateTime.Utc) {
         brokers.delete(`${userId}/${id}`)
         return Option.isSome(yield* updateDisconnected({ user_id: userId, id, at }))
       },
-      orDie
+      orDie,
+      Tracing.span("AccountRepository.disconnectBroker")
     ),
 
-    findApiKey: Effect.fn("AccountRepository.findApiKey")(function*(userId: UserId, id: ApiKeyId) {
+    findApiKey: Effect.fnUntraced(function*(userId: UserId, id: ApiKeyId) {
       return Option.map(yield* selectApiKey({ user_id: userId, id }), toApiKey)
-    }, orDie),
+    }, orDie, Tracing.span("AccountRepository.findApiKey")),
 
-    listUsers: Effect.fn("AccountRepository.listUsers")(function*(limit: number) {
+    listUsers: Effect.fnUntraced(function*(limit: number) {
       return (yield* selectUsers(limit)).map(toUser)
-    }, orDie),
+    }, orDie, Tracing.span("AccountRepository.listUsers")),
 
-    renameUser: Effect.fn("AccountRepository.renameUser")(function*(id: UserId, name: string) {
+    renameUser: Effect.fnUntraced(function*(id: UserId, name: string) {
       return Option.map(yield* updateUserName({ id, name }), toUser)
-    }, orDie),
+    }, orDie, Tracing.span("AccountRepository.renameUser")),
 
-    findBrokerSecrets: Effect.fn("AccountRepository.findBrokerSecrets")(function*(id: BrokerId) {
+    findBrokerSecrets: Effect.fnUntraced(function*(id: BrokerId) {
       return yield* selectSecrets(id)
-    }, orDie),
+    }, orDie, Tracing.span("AccountRepository.findBrokerSecrets")),
 
-    markBrokerInvalid: Effect.fn("AccountRepository.markBrokerInvalid")(function*(id: BrokerId, refused: string) {
+    markBrokerInvalid: Effect.fnUntraced(function*(id: BrokerId, refused: string) {
       yield* updateInvalid({ id, refused })
-    }, orDie),
+    }, orDie, Tracing.span("AccountRepository.markBrokerInvalid")),
 
-    replaceBrokerCredentials: Effect.fn("AccountRepository.replaceBrokerCredentials")(
+    replaceBrokerCredentials: Effect.fnUntraced(
       function*(id: BrokerId, credentials: string) {
         return Option.map(yield* updateCredentials({ id, credentials }), toBroker)
       },
-      orDie
+      orDie,
+      Tracing.span("AccountRepository.replaceBrokerCredentials")
     ),
 
-    listActiveBrokers: Effect.fn("AccountRepository.listActiveBrokers")(function*(kind: BrokerKind) {
+    listActiveBrokers: Effect.fnUntraced(function*(kind: BrokerKind) {
       return (yield* selectActive(kind)).map((row) => row.id)
-    }, orDie)
+    }, orDie, Tracing.span("AccountRepository.listActiveBrokers"))
   })
 })

@@ -6,6 +6,7 @@ import type { IntentId, Owner } from "../../domain/Ids.js"
 import { IntentNotFound } from "../../domain/Intent.js"
 import type { EventType } from "../../domain/Webhook.js"
 import { EventRepository } from "./EventRepository.js"
+import * as Tracing from "../../Tracing.js"
 
 /** What a reader of the feed asks for; from the start of what is kept unless `after` says otherwise. */
 export interface FeedRequest {
@@ -22,7 +23,7 @@ export class Events extends Effect.Service<Events>()("Events", {
     const since = Effect.map(DateTime.now, DateTime.subtractDuration(EVENT_RETENTION))
 
     return {
-      page: Effect.fn("Events.page")(function*(owner: Owner, request: FeedRequest) {
+      page: Effect.fnUntraced(function*(owner: Owner, request: FeedRequest) {
         return yield* repository.page(owner, {
           after: request.after ?? FEED_START,
           limit: request.limit,
@@ -30,19 +31,19 @@ export class Events extends Effect.Service<Events>()("Events", {
           type: request.type,
           intentId: request.intentId
         })
-      }),
-      get: Effect.fn("Events.get")(function*(owner: Owner, id: string) {
+      }, Tracing.span("Events.page")),
+      get: Effect.fnUntraced(function*(owner: Owner, id: string) {
         return yield* Effect.flatMap(
           repository.find(owner, id, yield* since),
           Option.match({ onNone: () => Effect.fail(new EventNotFound()), onSome: Effect.succeed })
         )
-      }),
-      timeline: Effect.fn("Events.timeline")(function*(owner: Owner, intentId: IntentId) {
+      }, Tracing.span("Events.get")),
+      timeline: Effect.fnUntraced(function*(owner: Owner, intentId: IntentId) {
         return yield* Effect.flatMap(
           repository.timeline(owner, intentId, yield* since),
           Option.match({ onNone: () => Effect.fail(new IntentNotFound()), onSome: Effect.succeed })
         )
-      })
+      }, Tracing.span("Events.timeline"))
     } as const
   })
 }) {}

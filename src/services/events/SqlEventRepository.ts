@@ -12,6 +12,7 @@ import type { Owner } from "../../domain/Ids.js"
 import { orDie } from "../../sql/Defects.js"
 import { iso } from "../../sql/Outbox.js"
 import type { EventRepository, FeedQuery } from "./EventRepository.js"
+import * as Tracing from "../../Tracing.js"
 
 /** An event as the API shows it, built by PostgreSQL: the webhook envelope, exactly. */
 const envelope = `json_build_object('id', e.id, 'type', e.type, 'created_at', ${iso("e.created_at")}, 'data', e.data)::text`
@@ -106,7 +107,7 @@ export const make = Effect.gen(function*() {
   const owned = (owner: Owner, since: DateTime.Utc) => ({ user_id: owner.userId, mode: owner.mode, since })
 
   return identity<Context.Tag.Service<typeof EventRepository>>({
-    page: Effect.fn("EventRepository.page")(function*(owner: Owner, query: FeedQuery) {
+    page: Effect.fnUntraced(function*(owner: Owner, query: FeedQuery) {
       // One more than asked: whether there is more to read now.
       const rows = yield* selectPage({
         ...owned(owner, query.since),
@@ -118,26 +119,26 @@ export const make = Effect.gen(function*() {
       })
       const items = rows.slice(0, query.limit).map((row) => ({ json: row.body, cursor: { xid: row.xid, seq: row.seq } }))
       return { items, nextCursor: items.at(-1)?.cursor ?? query.after, hasMore: rows.length > query.limit }
-    }, orDie),
+    }, orDie, Tracing.span("EventRepository.page")),
 
-    head: Effect.fn("EventRepository.head")(function*(owner: Owner) {
+    head: Effect.fnUntraced(function*(owner: Owner) {
       return Option.getOrElse(yield* selectHead({ user_id: owner.userId, mode: owner.mode }), () => FEED_START)
-    }, orDie),
+    }, orDie, Tracing.span("EventRepository.head")),
 
-    heldBack: Effect.fn("EventRepository.heldBack")(function*(owner: Owner, after: EventCursor) {
+    heldBack: Effect.fnUntraced(function*(owner: Owner, after: EventCursor) {
       return (yield* selectHeldBack({ user_id: owner.userId, mode: owner.mode, ...after })).held
-    }, orDie),
+    }, orDie, Tracing.span("EventRepository.heldBack")),
 
-    find: Effect.fn("EventRepository.find")(function*(owner: Owner, id: string, since: DateTime.Utc) {
+    find: Effect.fnUntraced(function*(owner: Owner, id: string, since: DateTime.Utc) {
       return Option.map(yield* selectOne({ ...owned(owner, since), id }), (row) => row.body)
-    }, orDie),
+    }, orDie, Tracing.span("EventRepository.find")),
 
-    timeline: Effect.fn("EventRepository.timeline")(function*(owner: Owner, intentId: IntentId, since: DateTime.Utc) {
+    timeline: Effect.fnUntraced(function*(owner: Owner, intentId: IntentId, since: DateTime.Utc) {
       return Option.map(yield* selectTimeline({ ...owned(owner, since), intent_id: intentId }), (row) => row.bodies)
-    }, orDie),
+    }, orDie, Tracing.span("EventRepository.timeline")),
 
-    purge: Effect.fn("EventRepository.purge")(function*(before: DateTime.Utc, limit: number) {
+    purge: Effect.fnUntraced(function*(before: DateTime.Utc, limit: number) {
       return (yield* deleteOld({ before, limit })).n
-    }, orDie)
+    }, orDie, Tracing.span("EventRepository.purge"))
   })
 })

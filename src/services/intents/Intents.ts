@@ -11,6 +11,7 @@ import { isFinal } from "../../domain/Routing.js"
 import { AccountRepository } from "../accounts/AccountRepository.js"
 import { eventId, IdGenerator } from "../IdGenerator.js"
 import { type IntentQuery, type IntentRef, IntentRepository } from "./IntentRepository.js"
+import * as Tracing from "../../Tracing.js"
 
 /** How long a cancel waits for the broker's answer before answering with the intent as it stands. */
 const CANCEL_WAIT = "3 seconds"
@@ -30,7 +31,7 @@ export class Intents extends Effect.Service<Intents>()("Intents", {
     const ids = yield* IdGenerator
 
     /** The order of checks after the body: rules (422), broker (404/403), duplicate (409), quota (429). */
-    const create = Effect.fn("Intents.create")(function*(creator: Creator, payload: CreateIntentPayload) {
+    const create = Effect.fnUntraced(function*(creator: Creator, payload: CreateIntentPayload) {
       const order = yield* validateOrder(payload)
       const broker = yield* accounts.findBroker(creator.userId, payload.broker_id).pipe(
         Effect.flatMap(Option.match({ onNone: () => Effect.fail(new BrokerNotFound()), onSome: Effect.succeed }))
@@ -49,13 +50,13 @@ export class Intents extends Effect.Service<Intents>()("Intents", {
         intent_id: payload.intent_id,
         broker_id: BrokerId.make(broker.id)
       }, { now, quota, eventId: yield* eventId.pipe(Effect.provideService(IdGenerator, ids)) })
-    })
+    }, Tracing.span("Intents.create"))
 
     const found = <A, E>(lookup: Effect.Effect<Option.Option<A>, E>) =>
       Effect.flatMap(lookup, Option.match({ onNone: () => Effect.fail(new IntentNotFound()), onSome: Effect.succeed }))
 
     /** Cancels, waiting briefly for the broker's answer when an order is out there. */
-    const cancel = Effect.fn("Intents.cancel")(function*(owner: Owner, id: IntentId) {
+    const cancel = Effect.fnUntraced(function*(owner: Owner, id: IntentId) {
       const now = yield* DateTime.now
       const outcome = yield* repository.requestCancel(owner, id, {
         now,
@@ -72,32 +73,32 @@ export class Intents extends Effect.Service<Intents>()("Intents", {
         Effect.timeout(CANCEL_WAIT),
         Effect.catchTag("TimeoutException", () => current)
       )
-    })
+    }, Tracing.span("Intents.cancel"))
 
     /** The same cancel, for a client that knows the intent only by its own `intent_id`. */
-    const cancelByExternalId = Effect.fn("Intents.cancelByExternalId")(function*(owner: Owner, intentId: string) {
+    const cancelByExternalId = Effect.fnUntraced(function*(owner: Owner, intentId: string) {
       const intent = yield* found(repository.findByExternalId(owner, intentId))
       return yield* cancel(owner, intent.id)
-    })
+    }, Tracing.span("Intents.cancelByExternalId"))
 
     return {
       create,
       cancel,
       cancelByExternalId,
-      get: Effect.fn("Intents.get")(function*(owner: Owner, id: IntentId) {
+      get: Effect.fnUntraced(function*(owner: Owner, id: IntentId) {
         return yield* found(repository.findById(owner, id))
-      }),
-      list: Effect.fn("Intents.list")(function*(owner: Owner, query: IntentQuery) {
+      }, Tracing.span("Intents.get")),
+      list: Effect.fnUntraced(function*(owner: Owner, query: IntentQuery) {
         return yield* repository.list(owner, query)
-      }),
+      }, Tracing.span("Intents.list")),
       /** The intent's JSON as the API writes it, for a lookup's answer: no decoding and encoding again. */
-      getJson: Effect.fn("Intents.getJson")(function*(owner: Owner, ref: IntentRef) {
+      getJson: Effect.fnUntraced(function*(owner: Owner, ref: IntentRef) {
         return yield* found(repository.findJson(owner, ref))
-      }),
+      }, Tracing.span("Intents.getJson")),
       /** `list`'s page as the API writes it (`items` a JSON array), for a listing's answer. */
-      listJson: Effect.fn("Intents.listJson")(function*(owner: Owner, query: IntentQuery) {
+      listJson: Effect.fnUntraced(function*(owner: Owner, query: IntentQuery) {
         return yield* repository.listJson(owner, query)
-      })
+      }, Tracing.span("Intents.listJson"))
     } as const
   })
 }) {}

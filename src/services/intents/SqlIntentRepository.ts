@@ -26,6 +26,7 @@ import { orDie } from "../../sql/Defects.js"
 import * as Outbox from "../../sql/Outbox.js"
 import { DELIVERIES_DUE, eventTables, EVENTS_WRITTEN, intentObject } from "../../sql/Outbox.js"
 import * as Tables from "../../sql/Tables.js"
+import * as Tracing from "../../Tracing.js"
 
 interface Creation {
   readonly eventId: string
@@ -253,7 +254,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
   })
 
   /** One creation; with a quota, the count joins it in a transaction. */
-  const createOne = Effect.fn("IntentRepository.create")(
+  const createOne = Effect.fnUntraced(
     function*(input: NewIntent, { eventId, now, quota }: Creation) {
       const written = Effect.gen(function*() {
         const inserted = yield* insertCreations([creationRow(input, eventId, now, 0)])
@@ -275,7 +276,8 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
       })
       return yield* (quota === undefined ? written : sql.withTransaction(written))
     },
-    orDie
+    orDie,
+    Tracing.span("IntentRepository.create")
   )
 
   /**
@@ -307,7 +309,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
         ParseError: Effect.die
       }),
       // The batch runs apart from the requests that wait for it: its own span, with its statements under it.
-      Effect.withSpan("IntentRepository.createBatch", { attributes: { "batch.size": creations.length } })
+      Tracing.span("IntentRepository.createBatch", { attributes: { "batch.size": creations.length } })
     )
 
   const createBatched = yield* Batched.make(createBatch, {
@@ -323,22 +325,22 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
   return identity<Context.Tag.Service<typeof IntentRepository>>({
     create: (input, options) =>
       options.quota === undefined
-        ? createBatched({ input, ...options }).pipe(Effect.withSpan("IntentRepository.create", { attributes: { batched: true } }))
+        ? createBatched({ input, ...options }).pipe(Tracing.span("IntentRepository.create", { attributes: { batched: true } }))
         : createOne(input, options),
 
-    monthlyUsage: Effect.fn("IntentRepository.monthlyUsage")(function*(userId: UserId, period: string) {
+    monthlyUsage: Effect.fnUntraced(function*(userId: UserId, period: string) {
       return Option.match(yield* selectUsage({ user_id: userId, period }), { onNone: () => 0, onSome: (row) => row.count })
-    }, orDie),
+    }, orDie, Tracing.span("IntentRepository.monthlyUsage")),
 
-    findById: Effect.fn("IntentRepository.findById")(function*(owner: Owner, id: IntentId) {
+    findById: Effect.fnUntraced(function*(owner: Owner, id: IntentId) {
       return Option.map(yield* selectIntent({ ...owned(owner), id }), (row) => row.intent)
-    }, orDie),
+    }, orDie, Tracing.span("IntentRepository.findById")),
 
-    findByExternalId: Effect.fn("IntentRepository.findByExternalId")(function*(owner: Owner, intentId: string) {
+    findByExternalId: Effect.fnUntraced(function*(owner: Owner, intentId: string) {
       return Option.map(yield* selectIntent({ ...owned(owner), intent_id: intentId }), (row) => row.intent)
-    }, orDie),
+    }, orDie, Tracing.span("IntentRepository.findByExternalId")),
 
-    requestCancel: Effect.fn("IntentRepository.requestCancel")(
+    requestCancel: Effect.fnUntraced(
       function*(owner: Owner, intentId: IntentId, { eventId, now }: { readonly now: DateTime.Utc; readonly eventId: string }) {
         const found = yield* lockForCancel({ ...owned(owner), id: intentId })
         if (Option.isNone(found)) return yield* new IntentNotFound()
@@ -362,22 +364,23 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
         return "requested" as const
       },
       sql.withTransaction,
-      orDie
+      orDie,
+      Tracing.span("IntentRepository.requestCancel")
     ),
 
-    findJson: Effect.fn("IntentRepository.findJson")(function*(owner: Owner, ref: IntentRef) {
+    findJson: Effect.fnUntraced(function*(owner: Owner, ref: IntentRef) {
       const request = "id" in ref ? { ...owned(owner), id: ref.id } : { ...owned(owner), intent_id: ref.intentId }
       return Option.map(yield* selectIntentJson(request), (row) => row.intent)
-    }, orDie),
+    }, orDie, Tracing.span("IntentRepository.findJson")),
 
-    listJson: Effect.fn("IntentRepository.listJson")(function*(owner: Owner, query: IntentQuery) {
+    listJson: Effect.fnUntraced(function*(owner: Owner, query: IntentQuery) {
       return yield* selectPageJson(listRequest(owner, query))
-    }, orDie),
+    }, orDie, Tracing.span("IntentRepository.listJson")),
 
-    list: Effect.fn("IntentRepository.list")(function*(owner: Owner, query: IntentQuery) {
+    list: Effect.fnUntraced(function*(owner: Owner, query: IntentQuery) {
       const { items, total } = yield* selectPageJson(listRequest(owner, query))
       return { items: yield* decodeIntents(items), total }
-    }, orDie)
+    }, orDie, Tracing.span("IntentRepository.list"))
   })
 })
 

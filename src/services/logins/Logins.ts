@@ -11,6 +11,7 @@ import { AccountRepository } from "../accounts/AccountRepository.js"
 import { IdGenerator } from "../IdGenerator.js"
 import { LoginRepository } from "./LoginRepository.js"
 import * as Passwords from "./Passwords.js"
+import * as Tracing from "../../Tracing.js"
 
 /** A session ends after this long without use. */
 export const SESSION_IDLE = Duration.days(14)
@@ -51,7 +52,7 @@ export class Logins extends Effect.Service<Logins>()("Logins", {
     const ids = yield* IdGenerator
     const decoy = yield* Effect.cached(Passwords.decoy)
 
-    const open = Effect.fn("Logins.open")(function*(user: User, email: string) {
+    const open = Effect.fnUntraced(function*(user: User, email: string) {
       const token = yield* ids.base62(43)
       yield* logins.createSession({
         id: yield* ids.uuid,
@@ -60,13 +61,13 @@ export class Logins extends Effect.Service<Logins>()("Logins", {
         created_at: yield* DateTime.now
       })
       return { token, user, email, csrfToken: csrfToken(token) } satisfies OpenedSession
-    })
+    }, Tracing.span("Logins.open"))
 
     const hashPassword = (password: string) =>
       Effect.flatMap(ids.hex(16), (salt) => Passwords.hash(password, Buffer.from(salt, "hex")))
 
     /** A new user on the free tier, with a login, signed in (whether sign-up is open is HTTP's setting). */
-    const signup = Effect.fn("Logins.signup")(function*(input: {
+    const signup = Effect.fnUntraced(function*(input: {
       readonly email: string
       readonly name: string
       readonly password: string
@@ -82,7 +83,7 @@ export class Logins extends Effect.Service<Logins>()("Logins", {
         created_at: now
       }, { email: input.email, password_hash: yield* hashPassword(input.password), created_at: now })
       return yield* open(user, input.email)
-    })
+    }, Tracing.span("Logins.signup"))
 
     /**
      * Checks an email and password. Failures are counted per email and per client address in
@@ -92,7 +93,7 @@ export class Logins extends Effect.Service<Logins>()("Logins", {
      * one gets 429. A browser where this email logged in before (its device token) is counted on
      * its own instead, so failures from elsewhere never lock its owner out of their account.
      */
-    const login = Effect.fn("Logins.login")(function*(
+    const login = Effect.fnUntraced(function*(
       input: { readonly email: string; readonly password: string },
       origin: LoginOrigin
     ) {
@@ -128,10 +129,10 @@ export class Logins extends Effect.Service<Logins>()("Logins", {
       const deviceToken = trusted && origin.deviceToken !== undefined ? origin.deviceToken : yield* ids.base62(43)
       if (!trusted) yield* logins.trustDevice(sha256(deviceToken), user.id, now)
       return { session: yield* open(user, email), deviceToken }
-    })
+    }, Tracing.span("Logins.login"))
 
     /** The live session of a token, its idle clock restarted; none if unknown, revoked or idle too long. */
-    const authenticate = Effect.fn("Logins.authenticate")(function*(token: string) {
+    const authenticate = Effect.fnUntraced(function*(token: string) {
       const now = yield* DateTime.now
       const found = yield* logins.findSession(sha256(token), DateTime.subtractDuration(now, SESSION_IDLE))
       // Idle expiry counts in days: the last use is written at most once a minute, not per request.
@@ -139,10 +140,10 @@ export class Logins extends Effect.Service<Logins>()("Logins", {
         yield* logins.touchSession(found.value.id, now)
       }
       return found
-    })
+    }, Tracing.span("Logins.authenticate"))
 
     /** A new password: every session of the user is revoked, and this browser gets a new one. */
-    const changePassword = Effect.fn("Logins.changePassword")(function*(
+    const changePassword = Effect.fnUntraced(function*(
       account: { readonly user: User; readonly email: string },
       input: { readonly current_password: string; readonly new_password: string }
     ) {
@@ -151,10 +152,10 @@ export class Logins extends Effect.Service<Logins>()("Logins", {
       if (!valid) return yield* new Unprocessable({ detail: "current_password is not the account's password" })
       yield* logins.setPassword(account.user.id, yield* hashPassword(input.new_password), yield* DateTime.now)
       return yield* open(account.user, account.email)
-    })
+    }, Tracing.span("Logins.changePassword"))
 
     /** The operator's call: a login for an existing user. */
-    const createLogin = Effect.fn("Logins.createLogin")(function*(userId: UserId, input: {
+    const createLogin = Effect.fnUntraced(function*(userId: UserId, input: {
       readonly email: string
       readonly password: string
     }) {
@@ -167,7 +168,7 @@ export class Logins extends Effect.Service<Logins>()("Logins", {
         created_at: now
       })
       return { user_id: user.value.id, email: input.email, created_at: now }
-    })
+    }, Tracing.span("Logins.createLogin"))
 
     return {
       signup,
@@ -175,17 +176,17 @@ export class Logins extends Effect.Service<Logins>()("Logins", {
       authenticate,
       changePassword,
       createLogin,
-      logout: Effect.fn("Logins.logout")(function*(sessionId: string) {
+      logout: Effect.fnUntraced(function*(sessionId: string) {
         return yield* logins.revokeSession(sessionId, yield* DateTime.now)
-      }),
-      logoutEverywhere: Effect.fn("Logins.logoutEverywhere")(function*(userId: UserId) {
+      }, Tracing.span("Logins.logout")),
+      logoutEverywhere: Effect.fnUntraced(function*(userId: UserId) {
         return yield* logins.revokeAllSessions(userId, yield* DateTime.now)
-      }),
-      rename: Effect.fn("Logins.rename")(function*(userId: UserId, name: string) {
+      }, Tracing.span("Logins.logoutEverywhere")),
+      rename: Effect.fnUntraced(function*(userId: UserId, name: string) {
         const renamed = yield* accounts.renameUser(userId, name)
         if (Option.isNone(renamed)) return yield* Effect.die(new Error("a session without its user"))
         return renamed.value
-      })
+      }, Tracing.span("Logins.rename"))
     } as const
   })
 }) {}

@@ -13,6 +13,7 @@ import { orDie } from "../../sql/Defects.js"
 import type { NewUser } from "../accounts/AccountRepository.js"
 import { UserRow } from "../accounts/SqlAccountRepository.js"
 import type { LoginRepository, NewLogin, NewSession } from "./LoginRepository.js"
+import * as Tracing from "../../Tracing.js"
 
 const Timestamp = Schema.DateTimeUtcFromDate
 
@@ -131,36 +132,36 @@ export const make = Effect.gen(function*() {
   })
 
   return identity<Context.Tag.Service<typeof LoginRepository>>({
-    signup: Effect.fn("LoginRepository.signup")(function*(user: NewUser, login: Omit<NewLogin, "user_id">) {
+    signup: Effect.fnUntraced(function*(user: NewUser, login: Omit<NewLogin, "user_id">) {
       const created = yield* insertSignup({ ...user, email: login.email, password_hash: login.password_hash })
       if (Option.isNone(created)) return yield* new EmailTaken()
       return new User(created.value)
-    }, orDie),
+    }, orDie, Tracing.span("LoginRepository.signup")),
 
-    createLogin: Effect.fn("LoginRepository.createLogin")(function*(login: NewLogin) {
+    createLogin: Effect.fnUntraced(function*(login: NewLogin) {
       if ((yield* insertLogin(login)).length > 0) return
       return Option.isSome(yield* selectPasswordHash(login.user_id))
         ? yield* new LoginExists()
         : yield* new EmailTaken()
-    }, orDie),
+    }, orDie, Tracing.span("LoginRepository.createLogin")),
 
-    findLoginByEmail: Effect.fn("LoginRepository.findLoginByEmail")(function*(email: string) {
+    findLoginByEmail: Effect.fnUntraced(function*(email: string) {
       return yield* selectLoginByEmail(email)
-    }, orDie),
+    }, orDie, Tracing.span("LoginRepository.findLoginByEmail")),
 
-    findPasswordHash: Effect.fn("LoginRepository.findPasswordHash")(function*(userId: UserId) {
+    findPasswordHash: Effect.fnUntraced(function*(userId: UserId) {
       return Option.map(yield* selectPasswordHash(userId), (row) => row.password_hash)
-    }, orDie),
+    }, orDie, Tracing.span("LoginRepository.findPasswordHash")),
 
-    setPassword: Effect.fn("LoginRepository.setPassword")(function*(userId: UserId, passwordHash: string, at: DateTime.Utc) {
+    setPassword: Effect.fnUntraced(function*(userId: UserId, passwordHash: string, at: DateTime.Utc) {
       yield* updatePassword({ user_id: userId, password_hash: passwordHash, at })
-    }, orDie),
+    }, orDie, Tracing.span("LoginRepository.setPassword")),
 
-    createSession: Effect.fn("LoginRepository.createSession")(function*(session: NewSession) {
+    createSession: Effect.fnUntraced(function*(session: NewSession) {
       yield* insertSession(session)
-    }, orDie),
+    }, orDie, Tracing.span("LoginRepository.createSession")),
 
-    findSession: Effect.fn("LoginRepository.findSession")(function*(tokenHash: string, idleSince: DateTime.Utc) {
+    findSession: Effect.fnUntraced(function*(tokenHash: string, idleSince: DateTime.Utc) {
       return Option.map(yield* selectSession({ token_hash: tokenHash, idle_since: idleSince }), (row) => ({
         id: row.session_id,
         email: row.email,
@@ -174,35 +175,35 @@ export const make = Effect.gen(function*() {
           created_at: row.created_at
         })
       }))
-    }, orDie),
+    }, orDie, Tracing.span("LoginRepository.findSession")),
 
-    touchSession: Effect.fn("LoginRepository.touchSession")(function*(id: string, at: DateTime.Utc) {
+    touchSession: Effect.fnUntraced(function*(id: string, at: DateTime.Utc) {
       yield* updateSeen({ id, at })
-    }, orDie),
+    }, orDie, Tracing.span("LoginRepository.touchSession")),
 
-    revokeSession: Effect.fn("LoginRepository.revokeSession")(function*(id: string, at: DateTime.Utc) {
+    revokeSession: Effect.fnUntraced(function*(id: string, at: DateTime.Utc) {
       yield* updateRevoked({ id, at })
-    }, orDie),
+    }, orDie, Tracing.span("LoginRepository.revokeSession")),
 
-    revokeAllSessions: Effect.fn("LoginRepository.revokeAllSessions")(function*(userId: UserId, at: DateTime.Utc) {
+    revokeAllSessions: Effect.fnUntraced(function*(userId: UserId, at: DateTime.Utc) {
       yield* updateAllRevoked({ user_id: userId, at })
-    }, orDie),
+    }, orDie, Tracing.span("LoginRepository.revokeAllSessions")),
 
-    trustDevice: Effect.fn("LoginRepository.trustDevice")(function*(tokenHash: string, userId: UserId, at: DateTime.Utc) {
+    trustDevice: Effect.fnUntraced(function*(tokenHash: string, userId: UserId, at: DateTime.Utc) {
       yield* insertDevice({ token_hash: tokenHash, user_id: userId, at })
-    }, orDie),
+    }, orDie, Tracing.span("LoginRepository.trustDevice")),
 
-    isTrustedDevice: Effect.fn("LoginRepository.isTrustedDevice")(function*(tokenHash: string, userId: UserId) {
+    isTrustedDevice: Effect.fnUntraced(function*(tokenHash: string, userId: UserId) {
       return Option.isSome(yield* selectDevice({ token_hash: tokenHash, user_id: userId }))
-    }, orDie),
+    }, orDie, Tracing.span("LoginRepository.isTrustedDevice")),
 
-    failures: Effect.fn("LoginRepository.failures")(function*(buckets: ReadonlyArray<string>, windowStart: DateTime.Utc) {
+    failures: Effect.fnUntraced(function*(buckets: ReadonlyArray<string>, windowStart: DateTime.Utc) {
       const rows = yield* selectFailures({ buckets, window_start: windowStart })
       return buckets.map((bucket) => rows.find((row) => row.bucket === bucket)?.count ?? 0)
-    }, orDie),
+    }, orDie, Tracing.span("LoginRepository.failures")),
 
-    recordFailure: Effect.fn("LoginRepository.recordFailure")(function*(buckets: ReadonlyArray<string>, windowStart: DateTime.Utc) {
+    recordFailure: Effect.fnUntraced(function*(buckets: ReadonlyArray<string>, windowStart: DateTime.Utc) {
       yield* Effect.forEach(buckets, (bucket) => upsertFailure({ bucket, window_start: windowStart }), { discard: true })
-    }, orDie)
+    }, orDie, Tracing.span("LoginRepository.recordFailure"))
   })
 })

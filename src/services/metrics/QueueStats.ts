@@ -8,6 +8,7 @@ import * as Schema from "effect/Schema"
 import { Mode } from "../../domain/Ids.js"
 import { IntentStatus } from "../../domain/Intent.js"
 import { orDie } from "../../sql/Defects.js"
+import * as Tracing from "../../Tracing.js"
 
 /** How much work stands in the database, as a metrics scrape reads it. */
 export interface Stats {
@@ -84,7 +85,7 @@ export const make = Effect.gen(function*() {
         webhookPending: row.pending,
         webhookOldestPendingSeconds: secondsSince(at, row.oldest_pending)
       } satisfies Stats
-    }).pipe(orDie, Effect.withSpan("QueueStats.read"))
+    }).pipe(orDie, Tracing.span("QueueStats.read"))
   }
 })
 

@@ -29,6 +29,7 @@ import { orDie } from "../../sql/Defects.js"
 import * as Outbox from "../../sql/Outbox.js"
 import * as Tables from "../../sql/Tables.js"
 import type { Job, RoutingContext, RoutingRepository } from "./RoutingRepository.js"
+import * as Tracing from "../../Tracing.js"
 
 const Timestamp = Schema.DateTimeUtcFromDate
 
@@ -275,11 +276,11 @@ export const make = Effect.gen(function*() {
     span: string,
     decide: (state: RoutingState, reason: string) => Transition
   ) =>
-    Effect.fn(span)(function*(intentId: IntentId, reason: string, done?: Job) {
+    Effect.fnUntraced(function*(intentId: IntentId, reason: string, done?: Job) {
       const transition = decide(yield* lockState(intentId), reason)
       yield* applyAll([{ intentId, transition }], DateTime.toDate(yield* DateTime.now), endings([{ intentId, transition, done }]))
       return transition
-    }, sql.withTransaction, orDie)
+    }, sql.withTransaction, orDie, Tracing.span(span))
 
   /**
    * Records the broker's word about orders, each of a different intent: the intents locked and
@@ -361,12 +362,12 @@ export const make = Effect.gen(function*() {
     recordAll(recordings).pipe(
       Effect.map((transitions) => recordings.map((_, i) => answerOf(transitions, i))),
       Effect.catchAllCause(() => Effect.forEach(recordings, (recording) => Effect.exit(recordOne(recording)))),
-      Effect.withSpan("RoutingRepository.recordBatch", { attributes: { "batch.size": recordings.length } })
+      Tracing.span("RoutingRepository.recordBatch", { attributes: { "batch.size": recordings.length } })
     )
   const recordBatched = yield* Batched.make(recordBatch, { name: "routing_record", maxBatch: 100, concurrency: 2 })
 
   return identity<Context.Tag.Service<typeof RoutingRepository>>({
-    claim: Effect.fn("RoutingRepository.claim")(function*(limit: number, duration: Duration.Duration) {
+    claim: Effect.fnUntraced(function*(limit: number, duration: Duration.Duration) {
       const rows = yield* claimJobs({ ...(yield* lease(duration)), limit })
       return rows.map((row) => ({
         intentId: row.intent_id,
@@ -375,24 +376,24 @@ export const make = Effect.gen(function*() {
         version: row.version,
         context: Option.map(Option.fromNullable(row.context), toContext)
       }))
-    }, orDie),
+    }, orDie, Tracing.span("RoutingRepository.claim")),
 
     nextDue: selectNextDue(undefined).pipe(
       Effect.map((row) => Option.fromNullable(row.due)),
       orDie,
-      Effect.withSpan("RoutingRepository.nextDue")
+      Tracing.span("RoutingRepository.nextDue")
     ),
 
-    extend: Effect.fn("RoutingRepository.extend")(function*(jobs: ReadonlyArray<Job>, duration: Duration.Duration) {
+    extend: Effect.fnUntraced(function*(jobs: ReadonlyArray<Job>, duration: Duration.Duration) {
       const [first, ...rest] = jobs.map(claimOf)
       if (first === undefined) return
       const { until } = yield* lease(duration)
       yield* extendLeases({ until, jobs: [first, ...rest] })
-    }, orDie),
+    }, orDie, Tracing.span("RoutingRepository.extend")),
 
-    context: Effect.fn("RoutingRepository.context")(function*(intentId: IntentId) {
+    context: Effect.fnUntraced(function*(intentId: IntentId) {
       return Option.map(yield* selectContext(intentId), (row) => toContext(row.context))
-    }, orDie),
+    }, orDie, Tracing.span("RoutingRepository.context")),
 
     record: (intentId: IntentId, order: BrokerOrder, done?: Job) =>
       Effect.serviceOption(SqlClient.TransactionConnection).pipe(
@@ -400,7 +401,7 @@ export const make = Effect.gen(function*() {
           // Inside a caller's transaction, the recording belongs to it: it cannot wait for a batch.
           Option.isSome(transaction) ? recordOne({ intentId, order, done }) : recordBatched({ intentId, order, done })
         ),
-        Effect.withSpan("RoutingRepository.record", { attributes: { intent_id: intentId } })
+        Tracing.span("RoutingRepository.record", { attributes: { intent_id: intentId } })
       ),
 
     fail: withoutOrder("RoutingRepository.fail", applyFailure),
@@ -409,40 +410,41 @@ export const make = Effect.gen(function*() {
 
     reject: withoutOrder("RoutingRepository.reject", applyRejection),
 
-    finish: Effect.fn("RoutingRepository.finish")(function*(job: Job) {
+    finish: Effect.fnUntraced(function*(job: Job) {
       yield* finishClaim(claimOf(job))
-    }, orDie),
+    }, orDie, Tracing.span("RoutingRepository.finish")),
 
-    reschedule: Effect.fn("RoutingRepository.reschedule")(function*(job: Job, runAt: DateTime.Utc) {
+    reschedule: Effect.fnUntraced(function*(job: Job, runAt: DateTime.Utc) {
       yield* rescheduleJob({ ...claimOf(job), run_at: runAt })
-    }, orDie),
+    }, orDie, Tracing.span("RoutingRepository.reschedule")),
 
-    holdStream: Effect.fn("RoutingRepository.holdStream")(
+    holdStream: Effect.fnUntraced(
       function*(connectionId: BrokerId, holder: string, duration: Duration.Duration) {
         const { at, until } = yield* lease(duration)
         return (yield* upsertStream({ connection_id: connectionId, holder, at, until })).length > 0
       },
-      orDie
+      orDie,
+      Tracing.span("RoutingRepository.holdStream")
     ),
 
-    releaseStream: Effect.fn("RoutingRepository.releaseStream")(function*(connectionId: BrokerId, holder: string) {
+    releaseStream: Effect.fnUntraced(function*(connectionId: BrokerId, holder: string) {
       yield* deleteStream({ connection_id: connectionId, holder })
-    }, orDie),
+    }, orDie, Tracing.span("RoutingRepository.releaseStream")),
 
-    openOrders: Effect.fn("RoutingRepository.openOrders")(function*(connectionId: BrokerId) {
+    openOrders: Effect.fnUntraced(function*(connectionId: BrokerId) {
       return (yield* selectOpenOrders(connectionId)).map((row) => ({
         intentId: row.intent_id,
         clientOrderId: clientOrderId(row.intent_id),
         brokerOrderId: row.broker_order_id,
         filled: row.filled
       }))
-    }, orDie),
+    }, orDie, Tracing.span("RoutingRepository.openOrders")),
 
-    enqueue: Effect.fn("RoutingRepository.enqueue")(function*(intentId: IntentId, kind: JobKind, runAt: DateTime.Utc) {
+    enqueue: Effect.fnUntraced(function*(intentId: IntentId, kind: JobKind, runAt: DateTime.Utc) {
       // Under the intent's lock: a final word committing meanwhile either comes first (nothing is
       // queued) or ends this job with the intent's other waiting ones.
       const state = yield* lockState(intentId)
       if (!isFinal(state.status)) yield* transitions.enqueue(intentId, kind, runAt, yield* DateTime.now)
-    }, sql.withTransaction, orDie)
+    }, sql.withTransaction, orDie, Tracing.span("RoutingRepository.enqueue"))
   })
 })

@@ -23,6 +23,7 @@ import { orDie } from "../../sql/Defects.js"
 import { WEBHOOK_CHANNEL } from "../../sql/Channels.js"
 import { iso } from "../../sql/Outbox.js"
 import type { AttemptResult, DueDelivery, NewEndpoint, NewTestEvent, WebhookRepository } from "./WebhookRepository.js"
+import * as Tracing from "../../Tracing.js"
 
 const Timestamp = Schema.DateTimeUtcFromDate
 
@@ -431,101 +432,104 @@ export const make = Effect.gen(function*() {
   }
 
   return identity<Context.Tag.Service<typeof WebhookRepository>>({
-    createEndpoint: Effect.fn("WebhookRepository.createEndpoint")(function*(endpoint: NewEndpoint) {
+    createEndpoint: Effect.fnUntraced(function*(endpoint: NewEndpoint) {
       return toEndpoint(yield* insertEndpoint({ ...endpoint, disabled_at: null }))
-    }, orDie),
+    }, orDie, Tracing.span("WebhookRepository.createEndpoint")),
 
-    listEndpoints: Effect.fn("WebhookRepository.listEndpoints")(function*(userId: UserId) {
+    listEndpoints: Effect.fnUntraced(function*(userId: UserId) {
       return (yield* selectEndpoints(userId)).map(toEndpoint)
-    }, orDie),
+    }, orDie, Tracing.span("WebhookRepository.listEndpoints")),
 
-    findEndpoint: Effect.fn("WebhookRepository.findEndpoint")(function*(id: WebhookEndpointId) {
+    findEndpoint: Effect.fnUntraced(function*(id: WebhookEndpointId) {
       return Option.map(yield* selectEndpoint(id), toEndpoint)
-    }, orDie),
+    }, orDie, Tracing.span("WebhookRepository.findEndpoint")),
 
-    listEndpointsOf: Effect.fn("WebhookRepository.listEndpointsOf")(function*(owner: Owner, since: DateTime.Utc) {
+    listEndpointsOf: Effect.fnUntraced(function*(owner: Owner, since: DateTime.Utc) {
       const rows = yield* selectEndpointsOf({ user_id: owner.userId, mode: owner.mode, since })
       return rows.map(({ failing, ...endpoint }) => ({ endpoint: toEndpoint(endpoint), failingDeliveries: failing }))
-    }, orDie),
+    }, orDie, Tracing.span("WebhookRepository.listEndpointsOf")),
 
-    rotateSecret: Effect.fn("WebhookRepository.rotateSecret")(
+    rotateSecret: Effect.fnUntraced(
       function*(userId: UserId, id: WebhookEndpointId, secret: string) {
         return Option.map(yield* updateSecret({ id, user_id: userId, secret }), toEndpoint)
       },
-      orDie
+      orDie,
+      Tracing.span("WebhookRepository.rotateSecret")
     ),
 
-    setDisabled: Effect.fn("WebhookRepository.setDisabled")(
+    setDisabled: Effect.fnUntraced(
       function*(userId: UserId, id: WebhookEndpointId, at: DateTime.Utc | null) {
         const row = at === null
           ? yield* updateEnabled({ id, user_id: userId })
           : yield* updateDisabled({ id, user_id: userId, at })
         return Option.map(row, toEndpoint)
       },
-      orDie
+      orDie,
+      Tracing.span("WebhookRepository.setDisabled")
     ),
 
-    createTestDelivery: Effect.fn("WebhookRepository.createTestDelivery")(function*(event: NewTestEvent) {
+    createTestDelivery: Effect.fnUntraced(function*(event: NewTestEvent) {
       const { created, found } = yield* insertTestEvent(event)
       if (!found) return yield* new WebhookEndpointNotFound()
       if (!created) return yield* new WebhookEndpointDisabled()
       yield* notifyDue(undefined)
       const written = yield* selectDelivery(event.delivery_id)
       return (yield* written).delivery
-    }, sql.withTransaction, orDie),
+    }, sql.withTransaction, orDie, Tracing.span("WebhookRepository.createTestDelivery")),
 
-    deleteEndpoint: Effect.fn("WebhookRepository.deleteEndpoint")(function*(id: WebhookEndpointId) {
+    deleteEndpoint: Effect.fnUntraced(function*(id: WebhookEndpointId) {
       yield* deleteAttempts(id)
       yield* deleteDeliveries(id)
       return Option.isSome(yield* deleteEndpointRow(id))
-    }, sql.withTransaction, orDie),
+    }, sql.withTransaction, orDie, Tracing.span("WebhookRepository.deleteEndpoint")),
 
-    listDeliveries: Effect.fn("WebhookRepository.listDeliveries")(function*(endpointId: WebhookEndpointId, limit: number) {
+    listDeliveries: Effect.fnUntraced(function*(endpointId: WebhookEndpointId, limit: number) {
       return (yield* selectDeliveries({ endpointId, limit })).map((row) => row.delivery)
-    }, orDie),
+    }, orDie, Tracing.span("WebhookRepository.listDeliveries")),
 
-    findDelivery: Effect.fn("WebhookRepository.findDelivery")(function*(id: DeliveryId) {
+    findDelivery: Effect.fnUntraced(function*(id: DeliveryId) {
       return Option.map(yield* selectDelivery(id), (row) => row.delivery)
-    }, orDie),
+    }, orDie, Tracing.span("WebhookRepository.findDelivery")),
 
-    resend: Effect.fn("WebhookRepository.resend")(function*(id: DeliveryId, at: DateTime.Utc) {
+    resend: Effect.fnUntraced(function*(id: DeliveryId, at: DateTime.Utc) {
       const resent = Option.isSome(yield* updateResend({ id, at }))
       if (resent) yield* notifyDue(undefined)
       return resent
-    }, sql.withTransaction, orDie),
+    }, sql.withTransaction, orDie, Tracing.span("WebhookRepository.resend")),
 
-    claim: Effect.fn("WebhookRepository.claim")(function*(limit: number, duration: Duration.Duration) {
+    claim: Effect.fnUntraced(function*(limit: number, duration: Duration.Duration) {
       const rows = yield* claimDue({ ...(yield* lease(duration)), limit })
       return rows.map(toDue)
-    }, orDie),
+    }, orDie, Tracing.span("WebhookRepository.claim")),
 
     nextDue: Effect.flatMap(DateTime.now, selectNextDue).pipe(
       Effect.map((row) => Option.fromNullable(row.due)),
       orDie,
-      Effect.withSpan("WebhookRepository.nextDue")
+      Tracing.span("WebhookRepository.nextDue")
     ),
 
-    extend: Effect.fn("WebhookRepository.extend")(
+    extend: Effect.fnUntraced(
       function*(deliveries: ReadonlyArray<DueDelivery>, duration: Duration.Duration) {
         const [first, ...rest] = deliveries
         if (first === undefined) return
         const { until } = yield* lease(duration)
         yield* extendLeases({ until, claims: [first, ...rest] })
       },
-      orDie
+      orDie,
+      Tracing.span("WebhookRepository.extend")
     ),
 
-    complete: Effect.fn("WebhookRepository.complete")(function*(delivery: DueDelivery, result: AttemptResult) {
+    complete: Effect.fnUntraced(function*(delivery: DueDelivery, result: AttemptResult) {
       if (result.next._tag !== "gone") return yield* Effect.asVoid(record(outcome(delivery, result)))
       yield* Effect.gen(function*() {
         const owned = yield* record(outcome(delivery, result))
         if (Option.isSome(owned)) yield* disable(owned.value.endpoint_id, result.at)
       }).pipe(sql.withTransaction)
-    }, orDie),
+    }, orDie, Tracing.span("WebhookRepository.complete")),
 
-    release: Effect.fn("WebhookRepository.release")(function*(delivery: DueDelivery, at: DateTime.Utc) {
+    release: Effect.fnUntraced(function*(delivery: DueDelivery, at: DateTime.Utc) {
       yield* releaseClaim({ id: delivery.id, claims: delivery.claims, at })
-    }, orDie)
+    }, orDie, Tracing.span("WebhookRepository.release"))
   })
 })
 

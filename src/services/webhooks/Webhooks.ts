@@ -19,6 +19,7 @@ import { Operators } from "../accounts/Operators.js"
 import { eventId, IdGenerator } from "../IdGenerator.js"
 import { requirePublic } from "./PublicAddress.js"
 import { WebhookRepository } from "./WebhookRepository.js"
+import * as Tracing from "../../Tracing.js"
 
 /** How far back an endpoint's failing deliveries are counted. */
 export const FAILING_WINDOW = Duration.days(7)
@@ -46,7 +47,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
           : Effect.fail(new WebhookEndpointNotFound()))
 
     /** Creates an endpoint; the returned `secret` (64 hex) is the only time it is ever shown. */
-    const createEndpoint = Effect.fn("Webhooks.createEndpoint")(function*(userId: UserId, input: {
+    const createEndpoint = Effect.fnUntraced(function*(userId: UserId, input: {
       readonly url: string
       readonly mode: Mode
       readonly events?: ReadonlyArray<EventType> | undefined
@@ -68,24 +69,24 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
         created_at: yield* DateTime.now
       })
       return { endpoint, secret }
-    })
+    }, Tracing.span("Webhooks.createEndpoint"))
 
     /** Deletes an endpoint with its deliveries. */
-    const deleteEndpoint = Effect.fn("Webhooks.deleteEndpoint")(function*(endpointId: WebhookEndpointId, userId?: UserId) {
+    const deleteEndpoint = Effect.fnUntraced(function*(endpointId: WebhookEndpointId, userId?: UserId) {
       if (userId !== undefined) yield* requireEndpoint(endpointId, userId)
       if (!(yield* repository.deleteEndpoint(endpointId))) return yield* new WebhookEndpointNotFound()
-    })
+    }, Tracing.span("Webhooks.deleteEndpoint"))
 
     /** An endpoint's deliveries, newest first. */
-    const listDeliveries = Effect.fn("Webhooks.listDeliveries")(
+    const listDeliveries = Effect.fnUntraced(
       function*(endpointId: WebhookEndpointId, limit: number, userId?: UserId) {
         const endpoint = yield* requireEndpoint(endpointId, userId)
         return yield* repository.listDeliveries(endpoint.id, limit)
-      }
+      }, Tracing.span("Webhooks.listDeliveries")
     )
 
     /** Makes a delivery due now with a fresh retry schedule, unless its endpoint is disabled. */
-    const resend = Effect.fn("Webhooks.resend")(function*(deliveryId: DeliveryId, userId?: UserId) {
+    const resend = Effect.fnUntraced(function*(deliveryId: DeliveryId, userId?: UserId) {
       const found = yield* repository.findDelivery(deliveryId)
       if (Option.isNone(found)) return yield* new DeliveryNotFound()
       const delivery = found.value
@@ -97,47 +98,47 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
         return yield* new WebhookEndpointDisabled()
       }
       return Option.getOrElse(yield* repository.findDelivery(delivery.id), () => delivery)
-    })
+    }, Tracing.span("Webhooks.resend"))
 
     /**
      * The owner's endpoints of one mode, oldest first, each with the number of its deliveries of the
      * last 7 days that are `failed`, or `pending` with at least one failed attempt.
      */
-    const listEndpointsOf = Effect.fn("Webhooks.listEndpointsOf")(function*(owner: Owner) {
+    const listEndpointsOf = Effect.fnUntraced(function*(owner: Owner) {
       const since = DateTime.subtractDuration(yield* DateTime.now, FAILING_WINDOW)
       return yield* repository.listEndpointsOf(owner, since)
-    })
+    }, Tracing.span("Webhooks.listEndpointsOf"))
 
     /**
      * A new 64-hex signing secret, returned only here: every attempt from now on is signed with it,
      * retries of earlier deliveries included (an attempt already under way keeps the old one).
      */
-    const rotateSecret = Effect.fn("Webhooks.rotateSecret")(function*(userId: UserId, endpointId: WebhookEndpointId) {
+    const rotateSecret = Effect.fnUntraced(function*(userId: UserId, endpointId: WebhookEndpointId) {
       const secret = yield* ids.hex(32)
       const endpoint = yield* repository.rotateSecret(userId, endpointId, secret)
       if (Option.isNone(endpoint)) return yield* new WebhookEndpointNotFound()
       return { endpoint: endpoint.value, secret }
-    })
+    }, Tracing.span("Webhooks.rotateSecret"))
 
     /**
      * Disables an endpoint as a 410 does (nothing more is sent, its pending deliveries fail), or
      * enables it (events written from then on are delivered; failed deliveries can be re-sent).
      * Idempotent both ways: disabling again keeps the first `disabled_at`.
      */
-    const setEnabled = Effect.fn("Webhooks.setEnabled")(
+    const setEnabled = Effect.fnUntraced(
       function*(userId: UserId, endpointId: WebhookEndpointId, enabled: boolean) {
         const at = enabled ? null : yield* DateTime.now
         const endpoint = yield* repository.setDisabled(userId, endpointId, at)
         if (Option.isNone(endpoint)) return yield* new WebhookEndpointNotFound()
         return endpoint.value
-      }
+      }, Tracing.span("Webhooks.setEnabled")
     )
 
     /**
      * Sends a signed `webhook.test` event to this endpoint only, delivered (and retried) like any
      * other: it is in the endpoint's deliveries, never in the events API.
      */
-    const sendTestEvent = Effect.fn("Webhooks.sendTestEvent")(
+    const sendTestEvent = Effect.fnUntraced(
       function*(userId: UserId, endpointId: WebhookEndpointId) {
         return yield* repository.createTestDelivery({
           id: yield* eventId.pipe(Effect.provideService(IdGenerator, ids)),
@@ -147,15 +148,15 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
           data: { endpoint_id: endpointId, message: TEST_EVENT_MESSAGE },
           created_at: yield* DateTime.now
         })
-      }
+      }, Tracing.span("Webhooks.sendTestEvent")
     )
 
     return {
       createEndpoint,
-      listEndpoints: Effect.fn("Webhooks.listEndpoints")(function*(userId: UserId) {
+      listEndpoints: Effect.fnUntraced(function*(userId: UserId) {
         const user = yield* requireUser(userId)
         return yield* repository.listEndpoints(user.id)
-      }),
+      }, Tracing.span("Webhooks.listEndpoints")),
       deleteEndpoint,
       listDeliveries,
       resend,

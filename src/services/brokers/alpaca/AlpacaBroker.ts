@@ -23,6 +23,7 @@ import * as AlpacaClient from "./AlpacaClient.js"
 import type { AlpacaOptions } from "./AlpacaConfig.js"
 import * as AlpacaSchemas from "./AlpacaSchemas.js"
 import * as AlpacaStream from "./AlpacaStream.js"
+import * as Tracing from "../../../Tracing.js"
 
 /** The credentials of a connection as they are stored, encrypted. */
 const StoredCredentials = Schema.parseJson(Schema.Struct({ api_key_id: Schema.String, api_secret_key: Schema.String }))
@@ -147,7 +148,7 @@ export const make = (options: AlpacaOptions) =>
           client.submit(account, order).pipe(
             Effect.catchTag("AlpacaRejected", (rejected) => new BrokerRejected({ reason: rejected.reason })),
             Effect.flatMap((placed) => withFills(account, placed, 0))
-          )).pipe(Effect.withSpan("AlpacaBroker.submit")),
+          )).pipe(Tracing.span("AlpacaBroker.submit")),
 
       lookup: (connection, { brokerOrderId, clientOrderId, recorded = 0 }) =>
         forConnection(connection, (account) =>
@@ -163,7 +164,7 @@ export const make = (options: AlpacaOptions) =>
               onNone: () => Effect.succeed(Option.none<BrokerOrder>()),
               onSome: (order) => Effect.map(withFills(account, order, recorded), Option.some)
             }))
-          )).pipe(Effect.withSpan("AlpacaBroker.lookup")),
+          )).pipe(Tracing.span("AlpacaBroker.lookup")),
 
       cancel: (connection, clientOrderId) =>
         forConnection(connection, (account) =>
@@ -182,7 +183,7 @@ export const make = (options: AlpacaOptions) =>
               )
               : found.value
             return Option.some(yield* withFills(account, order, 0))
-          })).pipe(Effect.withSpan("AlpacaBroker.cancel")),
+          })).pipe(Tracing.span("AlpacaBroker.cancel")),
 
       verify: (_kind, environment, credentials) =>
         client.account(accountOf(environment, credentials)).pipe(
@@ -191,7 +192,7 @@ export const make = (options: AlpacaOptions) =>
             AlpacaCredentialsRefused: () => Effect.fail(refused()),
             BrokerTimeout: (error) => Effect.fail(new BrokerUnavailable({ detail: error.detail }))
           }),
-          Effect.withSpan("AlpacaBroker.verify")
+          Tracing.span("AlpacaBroker.verify")
         ),
 
       streaming: ["alpaca"],

@@ -18,6 +18,7 @@ import type { OrderSpec } from "../../../domain/Intent.js"
 import type { RateLimiter as SharedLimiter } from "../../RateLimiter.js"
 import type { BrokerOrder } from "../BrokerGateway.js"
 import * as AlpacaSchemas from "./AlpacaSchemas.js"
+import * as Tracing from "../../../Tracing.js"
 
 /** Where an Alpaca account is reached and how it signs in. The URL is the deployment's, never a user's. */
 export interface Credentials {
@@ -267,7 +268,7 @@ export const make = (options: Options = {}) =>
       ))
 
     /** Verifies the credentials: 401 or 403 means they are refused. */
-    const account = Effect.fn("AlpacaClient.account")(function*(credentials: Credentials) {
+    const account = Effect.fnUntraced(function*(credentials: Credentials) {
       return yield* call(
         "GET /v2/account",
         credentials,
@@ -280,10 +281,10 @@ export const make = (options: Options = {}) =>
             new AlpacaCredentialsRefused({ detail: `Alpaca refused the credentials: ${message}` }))
           : unexpected("GET /v2/account", response)
       )
-    })
+    }, Tracing.span("AlpacaClient.account"))
 
     /** Looks an order up by the client order id it was submitted with. */
-    const byClientOrderId = Effect.fn("AlpacaClient.byClientOrderId")(
+    const byClientOrderId = Effect.fnUntraced(
       function*(credentials: Credentials, clientOrderId: string) {
         const what = "GET /v2/orders:by_client_order_id"
         return yield* call(
@@ -297,14 +298,14 @@ export const make = (options: Options = {}) =>
               ? Effect.succeed(Option.none())
               : unexpected(what, response)
         )
-      }
+      }, Tracing.span("AlpacaClient.byClientOrderId")
     )
 
     /**
      * Places an order. Alpaca's refusal (403, 422) is `AlpacaRejected` with its message; a 422 saying
      * the client order id is taken means the order exists, and that order is answered.
      */
-    const submit = Effect.fn("AlpacaClient.submit")(
+    const submit = Effect.fnUntraced(
       function*(credentials: Credentials, order: { readonly clientOrderId: string; readonly spec: OrderSpec }) {
         const what = "POST /v2/orders"
         const request = HttpClientRequest.post("/v2/orders").pipe(
@@ -330,10 +331,10 @@ export const make = (options: Options = {}) =>
         return yield* new BrokerTimeout({
           detail: `${what}: Alpaca says client order id ${order.clientOrderId} is taken but does not find it`
         })
-      }
+      }, Tracing.span("AlpacaClient.submit")
     )
 
-    const getOrder = Effect.fn("AlpacaClient.getOrder")(function*(credentials: Credentials, orderId: string) {
+    const getOrder = Effect.fnUntraced(function*(credentials: Credentials, orderId: string) {
       const what = "GET /v2/orders/{id}"
       return yield* call(
         what,
@@ -346,10 +347,10 @@ export const make = (options: Options = {}) =>
             ? new AlpacaOrderNotFound({ detail: `Alpaca holds no order ${orderId}` })
             : unexpected(what, response)
       )
-    })
+    }, Tracing.span("AlpacaClient.getOrder"))
 
     /** Requests a cancel (204). The outcome is the order's later status: it may fill first. */
-    const cancel = Effect.fn("AlpacaClient.cancel")(function*(credentials: Credentials, orderId: string) {
+    const cancel = Effect.fnUntraced(function*(credentials: Credentials, orderId: string) {
       const what = "DELETE /v2/orders/{id}"
       return yield* call(
         what,
@@ -364,13 +365,13 @@ export const make = (options: Options = {}) =>
             ? new AlpacaOrderNotFound({ detail: `Alpaca holds no order ${orderId}` })
             : unexpected(what, response)
       )
-    })
+    }, Tracing.span("AlpacaClient.cancel"))
 
     /**
      * The executions of one order, from the `FILL` account activities since it was placed, page by
      * page (Alpaca answers at most 100 at a time).
      */
-    const fills = Effect.fn("AlpacaClient.fills")(
+    const fills = Effect.fnUntraced(
       function*(credentials: Credentials, order: Pick<AlpacaSchemas.Order, "id" | "created_at">) {
         const what = "GET /v2/account/activities/FILL"
         // A second of margin for a clock between the order's time and its fills'.
@@ -399,7 +400,7 @@ export const make = (options: Options = {}) =>
           if (activities.length < ACTIVITY_PAGE_SIZE || token === undefined) break
         }
         return found
-      }
+      }, Tracing.span("AlpacaClient.fills")
     )
 
     return { account, submit, byClientOrderId, getOrder, cancel, fills } as const

@@ -13,6 +13,7 @@ import * as Batched from "../../../sql/Batched.js"
 import { orDie } from "../../../sql/Defects.js"
 import type { BrokerGateway, Connection, OrderRef } from "../BrokerGateway.js"
 import * as MockBook from "./MockBook.js"
+import * as Tracing from "../../../Tracing.js"
 
 /** An order to place: its connection, client order id and spec. */
 interface Submission {
@@ -113,21 +114,21 @@ export const make = Effect.gen(function*() {
               Effect.exit
             ))
         ),
-        Effect.withSpan("MockBroker.submitBatch", { attributes: { "batch.size": submissions.length } })
+        Tracing.span("MockBroker.submitBatch", { attributes: { "batch.size": submissions.length } })
       ),
     { name: "mock_submit", maxBatch: 100, concurrency: 2 }
   )
 
   return identity<Context.Tag.Service<typeof BrokerGateway>>({
     submit: (connection, order) =>
-      submitBatched({ connection, ...order }).pipe(Effect.withSpan("MockBroker.submit")),
+      submitBatched({ connection, ...order }).pipe(Tracing.span("MockBroker.submit")),
 
-    lookup: Effect.fn("MockBroker.lookup")(function*(_: Connection, order: OrderRef) {
+    lookup: Effect.fnUntraced(function*(_: Connection, order: OrderRef) {
       const now = yield* DateTime.now
       return Option.map(yield* book.select(order.clientOrderId), (row) => MockBook.toBrokerOrder(row, now))
-    }, orDie),
+    }, orDie, Tracing.span("MockBroker.lookup")),
 
-    cancel: Effect.fn("MockBroker.cancel")(function*(_: Connection, clientOrderId: string) {
+    cancel: Effect.fnUntraced(function*(_: Connection, clientOrderId: string) {
       const now = yield* DateTime.now
       const current = yield* book.select(clientOrderId)
       if (Option.isNone(current)) return Option.none()
@@ -135,7 +136,7 @@ export const make = Effect.gen(function*() {
       if (order.status !== "new" && order.status !== "partially_filled") return Option.some(order)
       yield* book.cancel({ client_order_id: clientOrderId, updated_at: now })
       return Option.map(yield* book.select(clientOrderId), (row) => MockBook.toBrokerOrder(row, now))
-    }, orDie),
+    }, orDie, Tracing.span("MockBroker.cancel")),
 
     // A mock connection has no credentials to check, and its orders change only when asked.
     verify: () => Effect.void,

@@ -14,6 +14,7 @@ import { intentOfOrder, isFinal } from "../../../domain/Routing.js"
 import { orDie } from "../../../sql/Defects.js"
 import { RoutingRepository } from "../../routing/RoutingRepository.js"
 import * as MockBook from "./MockBook.js"
+import * as Tracing from "../../../Tracing.js"
 
 const validate = (payload: SetMockPricePayload) => {
   const problem = amountProblem("price", payload.price)
@@ -63,7 +64,7 @@ export class MockMarket extends Context.Tag("MockMarket")<MockMarket, {
         })
 
       return {
-        setPrice: Effect.fn("MockMarket.setPrice")(function*(userId: UserId, payload: SetMockPricePayload) {
+        setPrice: Effect.fnUntraced(function*(userId: UserId, payload: SetMockPricePayload) {
           yield* validate(payload)
           const now = yield* DateTime.now
           return yield* Effect.gen(function*() {
@@ -72,10 +73,10 @@ export class MockMarket extends Context.Tag("MockMarket")<MockMarket, {
             yield* Effect.forEach(open, (row) => move(row, saved.price, now), { discard: true })
             return toPrice(saved)
           }).pipe(sql.withTransaction, orDie)
-        }),
-        prices: Effect.fn("MockMarket.prices")(function*(userId: UserId) {
+        }, Tracing.span("MockMarket.setPrice")),
+        prices: Effect.fnUntraced(function*(userId: UserId) {
           return (yield* book.listPrices(userId)).map(toPrice)
-        }, orDie)
+        }, orDie, Tracing.span("MockMarket.prices"))
       }
     })
   )
