@@ -7,7 +7,7 @@ import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import { AppConfig } from "./Config.js"
 import * as FirstRun from "./FirstRun.js"
-import * as JsonLogs from "./JsonLogs.js"
+import * as Logs from "./Logs.js"
 import * as NodeServer from "./http/NodeServer.js"
 import * as Server from "./http/Server.js"
 import * as Database from "./sql/Database.js"
@@ -18,7 +18,7 @@ const Logging = Layer.unwrapEffect(
   Effect.gen(function*() {
     const format = yield* AppConfig.logFormat
     const level = yield* AppConfig.logLevel
-    const logger = format === "json" ? JsonLogs.layer : format === "pretty" ? Logger.pretty : Logger.logFmt
+    const logger = format === "json" ? Logs.json : format === "pretty" ? Logger.pretty : Logs.logfmt
     return Layer.merge(logger, Logger.minimumLogLevel(level))
   })
 )

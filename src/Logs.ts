@@ -27,5 +27,17 @@ export const jsonLogger = (write: (line: string) => void) =>
     write(JSON.stringify(fields, (_, value: unknown) => typeof value === "bigint" ? String(value) : value))
   })
 
+/** Each line written to standard output as it is logged. */
+const toStdout = (line: string) => {
+  process.stdout.write(`${line}\n`)
+}
+
 /** The service's JSON logs, on standard output. */
-export const layer = Logger.replace(Logger.defaultLogger, jsonLogger((line) => process.stdout.write(`${line}\n`)))
+export const json = Logger.replace(Logger.defaultLogger, jsonLogger(toStdout))
+
+/**
+ * The service's logfmt logs, on standard output: Effect's `Logger.logFmt` line for line, written
+ * to the stream rather than through `console.log` (about 6% of a lookup's CPU with its access-log
+ * line).
+ */
+export const logfmt = Logger.replace(Logger.defaultLogger, Logger.map(Logger.logfmtLogger, toStdout))

@@ -1,9 +1,10 @@
-import { describe, expect, it } from "@effect/vitest"
+import { describe, expect, it, vi } from "@effect/vitest"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Logger from "effect/Logger"
 import * as Schema from "effect/Schema"
-import { jsonLogger } from "../src/JsonLogs.js"
+import * as Logs from "../src/Logs.js"
+import { jsonLogger } from "../src/Logs.js"
 
 const Line = Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
 
@@ -32,5 +33,29 @@ describe("JSON logs", () => {
       )
       expect(line).toMatchObject({ level: "error", msg: "delivery failed" })
       expect(String(line?.error)).toContain("boom")
+    }))
+})
+
+describe("logfmt logs", () => {
+  it.effect("Effect's logfmt line for line, one per log, written to standard output", () =>
+    Effect.gen(function*() {
+      const written: Array<string> = []
+      const write = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => {
+        written.push(String(chunk))
+        return true
+      })
+      yield* Effect.logInfo("request").pipe(
+        Effect.annotateLogs({ method: "GET", path: "/api/v1/intents", status: 200 }),
+        Effect.zipRight(Effect.logWarning("key \"x\" refused")),
+        Effect.provide(Logs.logfmt),
+        Effect.ensuring(Effect.sync(() => write.mockRestore()))
+      )
+      expect(written).toHaveLength(2)
+      const [first = "", second = ""] = written
+      expect(first).toMatch(/^timestamp=\S+ level=INFO fiber=#\d+ message=request( \S+=\S+){3}\n$/)
+      // The annotations follow, in the order of Effect's annotation map.
+      expect(first.trim().split(" ").slice(4).sort()).toEqual(["method=GET", "path=/api/v1/intents", "status=200"])
+      // Values with spaces or quotes are quoted as JSON strings, as Effect's logfmt does.
+      expect(second).toMatch(/^timestamp=\S+ level=WARN fiber=#\d+ message="key \\"x\\" refused"\n$/)
     }))
 })
