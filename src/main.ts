@@ -8,6 +8,7 @@ import * as Logger from "effect/Logger"
 import { AppConfig } from "./Config.js"
 import * as FirstRun from "./FirstRun.js"
 import * as Logs from "./Logs.js"
+import * as AccessLog from "./http/AccessLog.js"
 import * as NodeServer from "./http/NodeServer.js"
 import * as Server from "./http/Server.js"
 import * as Database from "./sql/Database.js"
@@ -30,6 +31,8 @@ const Main = Layer.unwrapEffect(
     const local = host === "0.0.0.0" || host === "::" ? "localhost" : host
     const configuration = yield* Startup.configuration
     const telemetry = yield* Telemetry.config
+    const logFormat = yield* AppConfig.logFormat
+    const logLevel = yield* AppConfig.logLevel
     yield* Startup.logSummary(configuration, { port, host }, telemetry)
     const services = Startup.services(configuration).pipe(Layer.provideMerge(Database.migrated(Database.layerConfig)))
     return Server.layer(configuration.http).pipe(
@@ -39,6 +42,12 @@ const Main = Layer.unwrapEffect(
       // Layers keep their spans, for the tracer they provide.
       HttpMiddleware.withTracerDisabledWhen(Telemetry.untracedRequests(telemetry)),
       Layer.provide(NodeHttpServer.layer(NodeServer.make, { port, host })),
+      // The access log in the service's own format, written directly (pretty logs keep Effect's logger).
+      Layer.provide(
+        logFormat === "pretty"
+          ? Layer.empty
+          : AccessLog.layerWrite({ format: logFormat, minimumLevel: logLevel, write: Logs.writeStdout })
+      ),
       Layer.provide(FirstRun.layer(`http://${local}:${port}`, configuration.localAdminToken)),
       Layer.provide(services),
       // Outermost, so its finalizer runs last: once requests, workers and the database are done.

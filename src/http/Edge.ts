@@ -9,6 +9,7 @@ import * as Option from "effect/Option"
 import { CurrentRequestId } from "../api/RequestId.js"
 import { WireErrors } from "../domain/Errors.js"
 import { IdGenerator } from "../services/IdGenerator.js"
+import { AccessLog } from "./AccessLog.js"
 import { errorResponse } from "./ErrorResponse.js"
 import * as HttpMetrics from "./HttpMetrics.js"
 
@@ -36,14 +37,15 @@ const refusal = (request: HttpServerRequest.HttpServerRequest) => {
 
 /**
  * The outermost middleware: gives every request an id (the `X-Request-Id` header and the
- * `request_id` of error bodies), applies the edge limits, and logs one line per request:
- * method, path, status, duration and request id, never a key or a body. It counts and times the
- * request in the HTTP metrics too, under its route's template.
+ * `request_id` of error bodies), applies the edge limits, and logs one line per request through
+ * `AccessLog`: method, path, status, duration and request id, never a key or a body. It counts
+ * and times the request in the HTTP metrics too, under its route's template.
  */
 export const middleware = (app: HttpApp.Default): HttpApp.Default<never, IdGenerator | HttpMetrics.RouteTemplates> =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const ids = yield* IdGenerator
+    const accessLog = yield* AccessLog
     const requestId = `req_${(yield* ids.uuid).replaceAll("-", "")}`
     const started = yield* Clock.currentTimeMillis
     const refused = refusal(request)
@@ -62,15 +64,13 @@ export const middleware = (app: HttpApp.Default): HttpApp.Default<never, IdGener
           const status = Exit.isSuccess(exit) ? exit.value.status : 500
           return Effect.zipRight(
             HttpMetrics.record(request, status, now - started),
-            Effect.logInfo("request").pipe(
-              Effect.annotateLogs({
-                method: request.method,
-                path: request.url.split("?")[0],
-                status,
-                duration_ms: now - started,
-                request_id: requestId
-              })
-            )
+            accessLog.log({
+              method: request.method,
+              path: request.url.split("?")[0] ?? "",
+              status,
+              durationMs: now - started,
+              requestId
+            })
           )
         })
       )

@@ -11,7 +11,7 @@ const linesOf = (output: string): ReadonlyArray<Record<string, unknown>> =>
   output.split("\n").filter((line) => line.startsWith("{")).map((line): Record<string, unknown> => JSON.parse(line))
 
 describe("state changes in the logs", () => {
-  it("each intent status change and each delivery attempt is one JSON line naming the intent or delivery; start and stop lines", async () => {
+  it("each request, intent status change and delivery attempt is one JSON line; start and stop lines", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "tir-logs-"))
     // The receiver fails the first delivery (a retry follows after 50 ms), then accepts.
     const receiver = await listen((_, n) => n === 1 ? 503 : 200)
@@ -39,6 +39,18 @@ describe("state changes in the logs", () => {
       const of = (msg: string) => linesOf(service.output()).filter((line) => line["msg"] === msg)
       await eventually(() => of("webhook delivered").length > 0, 15)
 
+      // Each request is one access-log line: never the key, never the body.
+      expect(of("request")).toContainEqual({
+        time: expect.any(String),
+        level: "info",
+        msg: "request",
+        method: "POST",
+        path: "/api/v1/intents",
+        status: 201,
+        duration_ms: expect.any(Number),
+        request_id: expect.stringMatching(/^req_[0-9a-f]{32}$/)
+      })
+      expect(service.output()).not.toContain(key)
       expect(of("intent filled")).toEqual([
         expect.objectContaining({ level: "info", intent_id: id, status: "filled", filled: 1, status_reason: null })
       ])
