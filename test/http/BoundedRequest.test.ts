@@ -21,7 +21,11 @@ const app = Effect.gen(function*() {
   const outcomes = yield* Outcomes
   const request = yield* HttpServerRequest.HttpServerRequest
   const bounded = yield* BoundedRequest.make(request, MAX_BYTES)
-  return yield* bounded.text.pipe(
+  // At `/twice` the body is read twice: the second read gets what the first read.
+  const read = request.url === "/twice"
+    ? Effect.zipWith(bounded.text, bounded.text, (first, second) => `${first}|${second}`)
+    : bounded.text
+  return yield* read.pipe(
     Effect.tap((text) => Queue.offer(outcomes, `read ${text}`)),
     Effect.map((text) => HttpServerResponse.text(text)),
     Effect.catchAll((error) => {
@@ -42,10 +46,10 @@ const ServerLive = HttpServer.serve(app).pipe(
 const portOf = Effect.map(HttpServer.HttpServer, (server) => server.address._tag === "TcpAddress" ? server.address.port : 0)
 
 /** A chunked POST of `chunks`; the status, or `closed` when the client gives up after `abortAfter` chunks. */
-const post = (port: number, chunks: ReadonlyArray<string>, abortAfter?: number) =>
+const post = (port: number, chunks: ReadonlyArray<string>, abortAfter?: number, path = "/") =>
   Effect.async<number | "closed">((resume) => {
     const request = Http.request(
-      { host: "127.0.0.1", port, path: "/", method: "POST", headers: { "transfer-encoding": "chunked" } },
+      { host: "127.0.0.1", port, path, method: "POST", headers: { "transfer-encoding": "chunked" } },
       (response) => {
         response.resume()
         response.on("end", () => resume(Effect.succeed(response.statusCode ?? 0)))
@@ -68,6 +72,14 @@ layer(ServerLive, { timeout: 30_000 })("BoundedRequest on a Node server", (it) =
         const port = yield* portOf
         expect(yield* post(port, ["hello ", "world"])).toBe(200)
         expect(yield* Queue.take(outcomes)).toBe("read hello world")
+      }))
+
+    it.effect("a body read twice is read from the request once: both reads get it", () =>
+      Effect.gen(function*() {
+        const outcomes = yield* Outcomes
+        const port = yield* portOf
+        expect(yield* post(port, ["once"], undefined, "/twice")).toBe(200)
+        expect(yield* Queue.take(outcomes)).toBe("read once|once")
       }))
 
     it.effect("a body over the limit is read to its end, then refused: the client gets the 413", () =>
