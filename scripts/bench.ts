@@ -74,6 +74,13 @@ const GC_SETTLE_MS = 50
 /** How often the bench asks whether the routing of the creations has caught up, and for how long. */
 const DRAIN_POLL_MS = 10
 const DRAIN_TIMEOUT_MS = 120_000
+/**
+ * Whether PostgreSQL runs on this machine (DATABASE_URL names a loopback host or a socket), so that
+ * the CPU of its processes can be read from /proc and counted per request.
+ */
+const LOCAL_DATABASE = ((host) => host === "" || host === "localhost" || host === "127.0.0.1" || host === "[::1]")(
+  new URL(adminUrl()).hostname
+)
 
 /** The reference lines, by scenario name. */
 const BARE_INSERT = "bare INSERT (reference)"
@@ -107,6 +114,11 @@ interface Line {
   readonly p99Ms: number
   /** Server CPU (user + system) per request, in milliseconds. */
   readonly cpuMs: number
+  /**
+   * PostgreSQL's CPU (all its processes on this machine) per request over the same run, in
+   * milliseconds: `NaN` when the database is elsewhere or the line has no run of its own.
+   */
+  readonly dbCpuMs?: number
   /** The fraction of that CPU spent in garbage collection. */
   readonly gcShare: number
   readonly peakMiB: number
@@ -169,7 +181,7 @@ interface Target extends Measured {
  */
 const measured = async <A>(server: Measured, work: () => Promise<A>) => {
   const before = gcSnapshot(server.pid, server.gc)
-  const stats = await measure(server.pid, work)
+  const stats = await measure(server.pid, work, LOCAL_DATABASE)
   await sleep(GC_SETTLE_MS)
   return { ...stats, gcShare: gcShareBetween(before, gcSnapshot(server.pid, server.gc)).share }
 }
@@ -180,7 +192,7 @@ interface LoadSpec {
   readonly next: (n: number) => { readonly path: string; readonly body?: string }
 }
 
-type Measurement = Pick<Line, "connections" | "perSecond" | "p50Ms" | "p99Ms" | "cpuMs" | "gcShare" | "peakMiB">
+type Measurement = Pick<Line, "connections" | "perSecond" | "p50Ms" | "p99Ms" | "cpuMs" | "dbCpuMs" | "gcShare" | "peakMiB">
 
 /**
  * Drives `target` with autocannon at `connections` for a warm-up second, then for the measured
@@ -212,7 +224,7 @@ const load = async (
   await fire(WARMUP_SECONDS)
   await sleep(RUN_GAP_MS)
   let endedAt = Number.NaN
-  const { result, cpuMs: cpu, gcShare, peakMiB } = await measured(target, async () => {
+  const { result, cpuMs: cpu, dbCpuMs, gcShare, peakMiB } = await measured(target, async () => {
     const result = await fire(settings.durationSeconds)
     endedAt = performance.now()
     return result
@@ -230,6 +242,7 @@ const load = async (
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
     cpuMs: cpu / requests,
+    dbCpuMs: dbCpuMs / requests,
     gcShare,
     peakMiB,
     endedAt
@@ -428,7 +441,7 @@ const endToEnd = async (context: Context, connections: number): Promise<Readonly
   const samples: Array<number> = []
   const fromAnswer: Array<number> = []
   const started = performance.now()
-  const { cpuMs: cpu, gcShare, peakMiB } = await measured(serviceProcess(context), () =>
+  const { cpuMs: cpu, dbCpuMs, gcShare, peakMiB } = await measured(serviceProcess(context), () =>
     runClients(context.settings.intents, connections, async (index, signal) => {
       const sent = performance.now()
       const created = await request(`${baseUrl}/api/v1/intents`, apiKey, {
@@ -462,6 +475,7 @@ const endToEnd = async (context: Context, connections: number): Promise<Readonly
       p50Ms: percentile(sorted, 50),
       p99Ms: percentile(sorted, 99),
       cpuMs: cpu / samples.length,
+      dbCpuMs: dbCpuMs / samples.length,
       gcShare,
       peakMiB,
       floor: FLOOR_INSERT,
@@ -532,6 +546,7 @@ const webhooks = async (context: Context, connections: number): Promise<Readonly
         p50Ms: percentile(latency, 50),
         p99Ms: percentile(latency, 99),
         cpuMs: live.cpuMs / latency.length,
+        dbCpuMs: live.dbCpuMs / latency.length,
         gcShare: live.gcShare,
         peakMiB: live.peakMiB,
         note: "while intents flow; CPU per event incl. the intents'"
@@ -543,6 +558,7 @@ const webhooks = async (context: Context, connections: number): Promise<Readonly
         p50Ms: percentile(drained, 50),
         p99Ms: percentile(drained, 99),
         cpuMs: drain.cpuMs / backlog,
+        dbCpuMs: drain.dbCpuMs / backlog,
         gcShare: drain.gcShare,
         peakMiB: drain.peakMiB,
         note: "latency = time from the drain's start"
@@ -589,7 +605,7 @@ const eventScenarios = async (context: Context): Promise<ReadonlyArray<Line>> =>
     )
   }
   console.log("event stream latency, 100 streams")
-  const { cpuMs: cpu, gcShare, peakMiB, result } = await measured(serviceProcess(context), () =>
+  const { cpuMs: cpu, dbCpuMs, gcShare, peakMiB, result } = await measured(serviceProcess(context), () =>
     streamLatency(context.service, { streams: 100, clients: 10, intents: context.settings.intents }))
   await quiesce(context.databaseUrl)
   lines.push({
@@ -599,6 +615,7 @@ const eventScenarios = async (context: Context): Promise<ReadonlyArray<Line>> =>
     p50Ms: result.p50,
     p99Ms: result.p99,
     cpuMs: cpu / result.events,
+    dbCpuMs: dbCpuMs / result.events,
     gcShare,
     peakMiB,
     note: `${result.events} events from 10 clients creating`
@@ -675,7 +692,7 @@ const figure = (value: number, digits: number) => Number.isNaN(value) ? "-" : va
 const percent = (ratio: number | undefined) => ratio === undefined || Number.isNaN(ratio) ? "" : `${(ratio * 100).toFixed(0)}%`
 
 const printTable = (lines: ReadonlyArray<Line>) => {
-  const header = ["scenario", "conns", "req/s", "p50 ms", "p99 ms", "CPU ms/req", "GC %", "peak MiB", "vs floor", "vs bare", "note"]
+  const header = ["scenario", "conns", "req/s", "p50 ms", "p99 ms", "CPU ms/req", "DB CPU ms/req", "GC %", "peak MiB", "vs floor", "vs bare", "note"]
   const rows = lines.map((line) => {
     const relative = ratioTo(line, line.relative, lines)
     const note = relative === undefined ? line.note : `${percent(relative)} of ${line.relative}; ${line.note ?? ""}`
@@ -686,6 +703,7 @@ const printTable = (lines: ReadonlyArray<Line>) => {
       figure(line.p50Ms, 1),
       figure(line.p99Ms, 1),
       figure(line.cpuMs, 2),
+      figure(line.dbCpuMs ?? Number.NaN, 2),
       figure(line.gcShare * 100, 1),
       figure(line.peakMiB, 0),
       percent(ratioTo(line, line.floor, lines)),
@@ -929,7 +947,9 @@ const main = async () => {
     console.log(processSummary("floor", floorServer.pid, floorServer.gc))
     console.log(processSummary("bare reference", referenceServer.pid, referenceServer.gc))
     console.log(
-      "CPU is each server process's alone (not PostgreSQL's). GC: V8's GC trace (--trace-gc-nvp), its clock time" +
+      "CPU is each server process's alone. DB CPU is every PostgreSQL process's on this machine over the same run" +
+        (LOCAL_DATABASE ? "" : " (not measured: the database is elsewhere)") +
+        ". GC: V8's GC trace (--trace-gc-nvp), its clock time" +
         " scaled by the share of runnable time the threads were on a core (schedstat)."
     )
     console.log("\ntargets:")

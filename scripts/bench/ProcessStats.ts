@@ -53,12 +53,41 @@ export const threadTimes = (pid: number): { readonly main: Scheduled; readonly o
   return { main, others }
 }
 
-/** Samples `pid`'s CPU and memory while `work` runs: CPU ms spent and the highest RSS seen. */
+/**
+ * User plus system CPU time consumed so far by every PostgreSQL process of this machine (the
+ * server, its backends and its background workers, all named `postgres`), in milliseconds. A
+ * backend that has ended is counted in its parent's children's times (fields 16 and 17), so the
+ * total only grows.
+ */
+export const postgresCpuMs = (): number => {
+  let total = 0
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, "utf8").trim() !== "postgres") continue
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8")
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+      // utime, stime, cutime, cstime: fields 14 to 17 of the whole line, 12 to 15 after the name.
+      total += fields.slice(11, 15).reduce((sum, ticks) => sum + Number(ticks), 0)
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return (total * 1000) / TICKS_PER_SECOND
+}
+
+/**
+ * Samples `pid`'s CPU and memory while `work` runs: CPU ms spent and the highest RSS seen, and the
+ * CPU the machine's PostgreSQL processes spent meanwhile when `countDatabase` (the database is on
+ * this machine; `NaN` otherwise).
+ */
 export const measure = async <A>(
   pid: number,
-  work: () => Promise<A>
-): Promise<{ readonly result: A; readonly cpuMs: number; readonly peakMiB: number }> => {
+  work: () => Promise<A>,
+  countDatabase = false
+): Promise<{ readonly result: A; readonly cpuMs: number; readonly dbCpuMs: number; readonly peakMiB: number }> => {
   const cpuBefore = cpuMs(pid)
+  const dbBefore = countDatabase ? postgresCpuMs() : Number.NaN
   let peakMiB = rssMiB(pid)
   const sampler = setInterval(() => {
     peakMiB = Math.max(peakMiB, rssMiB(pid))
@@ -66,7 +95,8 @@ export const measure = async <A>(
   try {
     const result = await work()
     peakMiB = Math.max(peakMiB, rssMiB(pid))
-    return { result, cpuMs: cpuMs(pid) - cpuBefore, peakMiB }
+    const dbCpuMs = countDatabase ? postgresCpuMs() - dbBefore : Number.NaN
+    return { result, cpuMs: cpuMs(pid) - cpuBefore, dbCpuMs, peakMiB }
   } finally {
     clearInterval(sampler)
   }
