@@ -16,10 +16,11 @@ import DashboardLogins from "./migrations/0011_dashboard_logins.js"
 import WebhookTestEvents from "./migrations/0012_webhook_test_events.js"
 import MockPrices from "./migrations/0013_mock_prices.js"
 import IntentDocument from "./migrations/0014_intent_document.js"
+import StoredIntentDocuments from "./migrations/0015_stored_intent_documents.js"
 import * as Tracing from "../Tracing.js"
 
-/** Every migration, statically imported so that a bundled build finds them. */
-export const loader = Migrator.fromRecord({
+/** Every migration by name, statically imported so that a bundled build finds them. */
+export const records = {
   "0001_create_accounts": CreateAccounts,
   "0002_create_intents": CreateIntents,
   "0003_create_rate_limits": CreateRateLimits,
@@ -33,8 +34,11 @@ export const loader = Migrator.fromRecord({
   "0011_dashboard_logins": DashboardLogins,
   "0012_webhook_test_events": WebhookTestEvents,
   "0013_mock_prices": MockPrices,
-  "0014_intent_document": IntentDocument
-})
+  "0014_intent_document": IntentDocument,
+  "0015_stored_intent_documents": StoredIntentDocuments
+}
+
+export const loader = Migrator.fromRecord(records)
 
 export const run = Migrator.make({})({ loader })
 

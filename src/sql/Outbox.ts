@@ -27,9 +27,11 @@ const apiFields = <F extends Schema.Struct.Fields>(table: Tables.Table<F>, view:
 /**
  * An intent with its orders and their fills, built as one JSON document by the database so that a
  * lookup is one round trip, in exactly the API's format (ISO 8601 UTC with `Z`, JSON numbers): it
- * decodes through the response schema, and events carry it as GET shows it. The statements call it
- * as the function `intent_document(intents)` that a migration defines with this body: a change
- * here needs a migration that replaces the function.
+ * decodes through the response schema, and events carry it as GET shows it. It is the body of the
+ * function `intent_document(intents)` that a migration defines, through which triggers keep each
+ * intent's document in `intents.document` for lookups, pages and events to read: a change here
+ * needs a migration that replaces the function and rewrites the stored documents (`UPDATE intents
+ * SET document = NULL`, which the trigger fills in).
  */
 export const intentObject = `json_build_object(
   ${apiFields(Tables.Intents, TradeIntent.fields, "i")},
@@ -45,7 +47,7 @@ export const intentObject = `json_build_object(
  * The common table expressions `event` and `deliveries`: for each row of `source` (a FROM clause in
  * which `i` has the intents table's columns: the table itself, or the rows an INSERT or UPDATE of
  * the same statement returns), an event whose `data` is the intent as a GET would show it now
- * (the event envelope's `data`), and one delivery for each enabled endpoint of the intent's user and mode
+ * (its stored document, which the row's trigger wrote), and one delivery for each enabled endpoint of the intent's user and mode
  * that subscribes to its type.
  */
 export const eventTables = (
@@ -55,7 +57,7 @@ export const eventTables = (
 ) =>
   sql`event AS (
         INSERT INTO events (id, user_id, mode, intent_id, type, data, created_at)
-        SELECT ${event.id}, i.user_id, i.mode, i.id, ${event.type}, intent_document(i::intents), ${event.at}
+        SELECT ${event.id}, i.user_id, i.mode, i.id, ${event.type}, i.document, ${event.at}
         FROM ${source}
         RETURNING id, user_id, mode, type, created_at
       ), deliveries AS (

@@ -24,7 +24,7 @@ import type { IntentQuery, IntentRef, IntentRepository, Quota } from "./IntentRe
 import { ROUTING_CHANNEL } from "../../sql/Channels.js"
 import { orDie } from "../../sql/Defects.js"
 import * as Outbox from "../../sql/Outbox.js"
-import { DELIVERIES_DUE, eventTables, EVENTS_WRITTEN, intentObject } from "../../sql/Outbox.js"
+import { DELIVERIES_DUE, eventTables, EVENTS_WRITTEN } from "../../sql/Outbox.js"
 import * as Tables from "../../sql/Tables.js"
 import * as Tracing from "../../Tracing.js"
 
@@ -76,10 +76,8 @@ export const CREATION_QUEUE = 1_000
 
 export const make = (options: Options = {}) => Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  // One intent: the function, whose plans PostgreSQL keeps per connection. A page: the document's
-  // query inline, planned once for all its rows (the function's per-row call costs more).
-  const intent = sql.literal("intent_document(i) AS intent")
-  const pageIntent = sql.literal(`${intentObject} AS intent`)
+  // Each intent's API document, which triggers keep current in its row.
+  const intent = sql.literal("i.document AS intent")
 
   const ownedBy = (owner: typeof OwnerRequest.Encoded) => [sql`i.user_id = ${owner.user_id}`, sql`i.mode = ${owner.mode}`]
   const owned = (owner: Owner) => ({ user_id: owner.userId, mode: owner.mode })
@@ -177,7 +175,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
     Request: Schema.Struct({ ...OwnerRequest.fields, id: Schema.optional(IntentId), intent_id: Schema.optional(Schema.String) }),
     Result: Schema.Struct({ intent: Schema.String }),
     execute: (request) =>
-      sql`SELECT intent_document(i)::text AS intent FROM intents i WHERE ${
+      sql`SELECT i.document::text AS intent FROM intents i WHERE ${
         sql.and([
           ...ownedBy(request),
           ...(request.id !== undefined ? [sql`i.id = ${request.id}`] : []),
@@ -195,7 +193,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
             (SELECT count(*) FROM intents i WHERE ${listWhere(query)})::text AS total,
             COALESCE((
               SELECT json_agg(page.intent ORDER BY page.created_at DESC, page.id DESC) FROM (
-                SELECT i.created_at, i.id, ${pageIntent} FROM intents i WHERE ${listWhere(query)}
+                SELECT i.created_at, i.id, i.document AS intent FROM intents i WHERE ${listWhere(query)}
                 ORDER BY i.created_at DESC, i.id DESC
                 LIMIT ${query.limit} OFFSET ${query.offset}
               ) page

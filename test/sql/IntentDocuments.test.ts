@@ -1,0 +1,142 @@
+import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { describe, expect, it, layer } from "@effect/vitest"
+import * as DateTime from "effect/DateTime"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import type { Owner } from "../../src/domain/Ids.js"
+import { clientOrderId } from "../../src/domain/Routing.js"
+import * as Services from "../../src/Services.js"
+import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
+import { RoutingRepository } from "../../src/services/routing/RoutingRepository.js"
+import * as Database from "../../src/sql/Database.js"
+import * as Migrations from "../../src/sql/Migrations.js"
+import { eventId, newIntent, seedUser, uuid } from "../support/Fixtures.js"
+import * as Postgres from "../support/Postgres.js"
+import * as TestServer from "../support/TestServer.js"
+
+const backends = [
+  ["PGlite", Database.migrated(Database.pglite(undefined))],
+  ["PostgreSQL", Postgres.layerFresh]
+] as const
+
+/** The intents whose stored document differs from the one the database would build now. */
+const staleDocuments = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  sql<{ readonly id: string }>`
+    SELECT id FROM intents WHERE document::text IS DISTINCT FROM intent_document(intents)::text`)
+
+const order = (intentId: string, status: "new" | "partially_filled" | "filled", fills: ReadonlyArray<readonly [string, number]>) => ({
+  brokerOrderId: `broker-${intentId}`,
+  clientOrderId: clientOrderId(intentId),
+  status,
+  fills: fills.map(([id, quantity]) => ({ id, quantity, price: 100, filledAt: DateTime.unsafeMake("2026-11-24T15:00:00Z") }))
+})
+
+for (const [name, database] of backends) {
+  const ports = Services.ports(TestServer.options).pipe(Layer.provideMerge(database))
+
+  layer(ports, { timeout: 60_000, excludeTestServices: true })(`stored intent documents on ${name}`, (it) => {
+    it.effect("creation, orders, fills, transitions and cancels leave every stored document as GET would build it", () =>
+      Effect.gen(function*() {
+        const intents = yield* IntentRepository
+        const routing = yield* RoutingRepository
+        const { liveBroker, user } = yield* seedUser
+        const owner: Owner = { userId: user.id, mode: "live" }
+        const now = yield* DateTime.now
+        const [resting, partial, filled, canceled] = Array.from({ length: 4 }, () => newIntent(owner, liveBroker.id))
+        if (resting === undefined || partial === undefined || filled === undefined || canceled === undefined) {
+          return yield* Effect.dieMessage("no intents")
+        }
+        for (const input of [resting, partial, filled, canceled]) {
+          yield* intents.create(input, { now, quota: undefined, eventId: eventId() })
+        }
+        expect(yield* staleDocuments).toEqual([])
+        yield* routing.record(resting.id, order(resting.id, "new", []))
+        yield* routing.record(partial.id, order(partial.id, "partially_filled", [["p1", 4]]))
+        yield* routing.record(filled.id, order(filled.id, "partially_filled", [["f1", 4]]))
+        yield* routing.record(filled.id, order(filled.id, "filled", [["f1", 4], ["f2", 6]]))
+        expect(yield* intents.requestCancel(owner, canceled.id, { now, eventId: eventId() })).toBe("canceled")
+        expect(yield* intents.requestCancel(owner, resting.id, { now, eventId: eventId() })).toBe("requested")
+        expect(yield* staleDocuments).toEqual([])
+
+        const shown = yield* Effect.flatten(intents.findById(owner, filled.id))
+        expect(shown).toMatchObject({ status: "filled", orders: [{ status: "filled" }] })
+        expect(shown.orders[0]?.fills.map((fill) => fill.quantity).sort((a, b) => a - b)).toEqual([4, 6])
+        const resting_ = yield* Effect.flatten(intents.findById(owner, resting.id))
+        expect(resting_.orders.map((o) => o.status)).toEqual(["new"])
+      }))
+
+    it.effect("an order or a fill written by any statement updates its intent's document in the same transaction", () =>
+      Effect.gen(function*() {
+        const intents = yield* IntentRepository
+        const sql = yield* SqlClient.SqlClient
+        const { testBroker, user } = yield* seedUser
+        const owner: Owner = { userId: user.id, mode: "test" }
+        const input = newIntent(owner, testBroker.id)
+        yield* intents.create(input, { now: yield* DateTime.now, quota: undefined, eventId: eventId() })
+        const orderId = uuid()
+        const document = sql<{ readonly document: string }>`SELECT document::text AS document FROM intents WHERE id = ${input.id}`
+        yield* sql.withTransaction(Effect.gen(function*() {
+          yield* sql`
+            INSERT INTO orders (id, intent_id, client_order_id, broker_order_id, status, created_at, updated_at)
+            VALUES (${orderId}, ${input.id}, ${`manual-${orderId}`}, 'b-1', 'new', now(), now())`
+          expect(JSON.parse((yield* document)[0]?.document ?? "null")).toMatchObject({ orders: [{ status: "new", fills: [] }] })
+          yield* sql`
+            INSERT INTO fills (id, order_id, broker_fill_id, quantity, price, filled_at)
+            VALUES (${uuid()}, ${orderId}, 'fill-1', 3, 99.5, now())`
+          expect(JSON.parse((yield* document)[0]?.document ?? "null")).toMatchObject({
+            orders: [{ status: "new", fills: [{ quantity: 3, price: 99.5 }] }]
+          })
+          yield* sql`UPDATE orders SET status = 'partially_filled' WHERE id = ${orderId}`
+        }))
+        expect(JSON.parse((yield* document)[0]?.document ?? "null")).toMatchObject({
+          status: "pending",
+          orders: [{ status: "partially_filled", fills: [{ quantity: 3, price: 99.5 }] }]
+        })
+        expect(yield* staleDocuments).toEqual([])
+      }))
+  })
+}
+
+const unmigrated = [
+  ["PGlite", Database.pglite(undefined)],
+  ["PostgreSQL", Layer.unwrapScoped(Effect.map(Postgres.freshDatabaseUrl, ({ url }) => Database.postgres(Redacted.make(url))))]
+] as const
+
+describe("the migration that stores the documents", () => {
+  const before = Migrator.fromRecord(
+    Object.fromEntries(Object.entries(Migrations.records).filter(([key]) => key < "0015"))
+  )
+
+  it.live.each(unmigrated)("gives intents that existed before it their documents, orders and fills included, on %s", ([, database]) =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* Migrator.make({})({ loader: before })
+      const userId = uuid()
+      const brokerId = uuid()
+      const intentId = uuid()
+      const orderId = uuid()
+      yield* sql`INSERT INTO users (id, name, tier, requests_per_minute, intents_per_month, created_at)
+                 VALUES (${userId}, 'Ada', 'free', 60, 100, now())`
+      yield* sql`INSERT INTO broker_connections (id, user_id, name, kind, mode, created_at)
+                 VALUES (${brokerId}, ${userId}, 'mock', 'mock', 'test', now())`
+      yield* sql`INSERT INTO intents (id, user_id, mode, intent_id, symbol, side, quantity, order_type, time_in_force,
+                   extended_hours, broker_id, status, created_at, updated_at)
+                 VALUES (${intentId}, ${userId}, 'test', 'old-1', 'AAPL', 'buy', 10, 'market', 'day', false, ${brokerId},
+                   'filled', now(), now())`
+      yield* sql`INSERT INTO orders (id, intent_id, client_order_id, broker_order_id, status, created_at, updated_at)
+                 VALUES (${orderId}, ${intentId}, 'old-order', 'b-1', 'filled', now(), now())`
+      yield* sql`INSERT INTO fills (id, order_id, broker_fill_id, quantity, price, filled_at)
+                 VALUES (${uuid()}, ${orderId}, 'f-1', 10, 100, now())`
+      yield* Migrations.run
+      const [row] = yield* sql<{ readonly document: string }>`SELECT document::text AS document FROM intents`
+      expect(JSON.parse(row?.document ?? "null")).toMatchObject({
+        id: intentId,
+        intent_id: "old-1",
+        status: "filled",
+        orders: [{ broker_order_id: "b-1", fills: [{ quantity: 10, price: 100 }] }]
+      })
+      expect(yield* staleDocuments).toEqual([])
+    }).pipe(Effect.provide(database), Effect.scoped), 60_000)
+})
