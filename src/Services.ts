@@ -26,6 +26,7 @@ import { WebhookRepository } from "./services/webhooks/WebhookRepository.js"
 import { Webhooks } from "./services/webhooks/Webhooks.js"
 import { WebhookSigner } from "./services/webhooks/WebhookSigner.js"
 import * as BrokerStreams from "./workers/BrokerStreams.js"
+import * as CountFolding from "./workers/CountFolding.js"
 import * as EventRetention from "./workers/EventRetention.js"
 import * as RoutingWorker from "./workers/RoutingWorker.js"
 import * as WebhookWorker from "./workers/WebhookWorker.js"
@@ -132,7 +133,8 @@ export const layer = (options: ServiceOptions, workers?: WorkerOptions) =>
       RoutingWorker.layer(workers.routing),
       WebhookWorker.layer(workers.webhooks),
       BrokerStreams.layer(workers.streams),
-      EventRetention.layer()
+      EventRetention.layer(),
+      CountFolding.layer()
     )).pipe(
       Layer.provideMerge(withPorts(ports(options)))
     )

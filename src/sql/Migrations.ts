@@ -17,6 +17,7 @@ import WebhookTestEvents from "./migrations/0012_webhook_test_events.js"
 import MockPrices from "./migrations/0013_mock_prices.js"
 import IntentDocument from "./migrations/0014_intent_document.js"
 import StoredIntentDocuments from "./migrations/0015_stored_intent_documents.js"
+import IntentCounts from "./migrations/0016_intent_counts.js"
 import * as Tracing from "../Tracing.js"
 
 /** Every migration by name, statically imported so that a bundled build finds them. */
@@ -35,7 +36,8 @@ export const records = {
   "0012_webhook_test_events": WebhookTestEvents,
   "0013_mock_prices": MockPrices,
   "0014_intent_document": IntentDocument,
-  "0015_stored_intent_documents": StoredIntentDocuments
+  "0015_stored_intent_documents": StoredIntentDocuments,
+  "0016_intent_counts": IntentCounts
 }
 
 export const loader = Migrator.fromRecord(records)

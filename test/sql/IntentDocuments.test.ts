@@ -1,17 +1,14 @@
-import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { describe, expect, it, layer } from "@effect/vitest"
+import { expect, layer } from "@effect/vitest"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Redacted from "effect/Redacted"
 import type { Owner } from "../../src/domain/Ids.js"
 import { clientOrderId } from "../../src/domain/Routing.js"
 import * as Services from "../../src/Services.js"
 import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
 import { RoutingRepository } from "../../src/services/routing/RoutingRepository.js"
 import * as Database from "../../src/sql/Database.js"
-import * as Migrations from "../../src/sql/Migrations.js"
 import { eventId, newIntent, seedUser, uuid } from "../support/Fixtures.js"
 import * as Postgres from "../support/Postgres.js"
 import * as TestServer from "../support/TestServer.js"
@@ -98,45 +95,3 @@ for (const [name, database] of backends) {
       }))
   })
 }
-
-const unmigrated = [
-  ["PGlite", Database.pglite(undefined)],
-  ["PostgreSQL", Layer.unwrapScoped(Effect.map(Postgres.freshDatabaseUrl, ({ url }) => Database.postgres(Redacted.make(url))))]
-] as const
-
-describe("the migration that stores the documents", () => {
-  const before = Migrator.fromRecord(
-    Object.fromEntries(Object.entries(Migrations.records).filter(([key]) => key < "0015"))
-  )
-
-  it.live.each(unmigrated)("gives intents that existed before it their documents, orders and fills included, on %s", ([, database]) =>
-    Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      yield* Migrator.make({})({ loader: before })
-      const userId = uuid()
-      const brokerId = uuid()
-      const intentId = uuid()
-      const orderId = uuid()
-      yield* sql`INSERT INTO users (id, name, tier, requests_per_minute, intents_per_month, created_at)
-                 VALUES (${userId}, 'Ada', 'free', 60, 100, now())`
-      yield* sql`INSERT INTO broker_connections (id, user_id, name, kind, mode, created_at)
-                 VALUES (${brokerId}, ${userId}, 'mock', 'mock', 'test', now())`
-      yield* sql`INSERT INTO intents (id, user_id, mode, intent_id, symbol, side, quantity, order_type, time_in_force,
-                   extended_hours, broker_id, status, created_at, updated_at)
-                 VALUES (${intentId}, ${userId}, 'test', 'old-1', 'AAPL', 'buy', 10, 'market', 'day', false, ${brokerId},
-                   'filled', now(), now())`
-      yield* sql`INSERT INTO orders (id, intent_id, client_order_id, broker_order_id, status, created_at, updated_at)
-                 VALUES (${orderId}, ${intentId}, 'old-order', 'b-1', 'filled', now(), now())`
-      yield* sql`INSERT INTO fills (id, order_id, broker_fill_id, quantity, price, filled_at)
-                 VALUES (${uuid()}, ${orderId}, 'f-1', 10, 100, now())`
-      yield* Migrations.run
-      const [row] = yield* sql<{ readonly document: string }>`SELECT document::text AS document FROM intents`
-      expect(JSON.parse(row?.document ?? "null")).toMatchObject({
-        id: intentId,
-        intent_id: "old-1",
-        status: "filled",
-        orders: [{ broker_order_id: "b-1", fills: [{ quantity: 10, price: 100 }] }]
-      })
-      expect(yield* staleDocuments).toEqual([])
-    }).pipe(Effect.provide(database), Effect.scoped), 60_000)
-})

@@ -77,6 +77,12 @@ export class IntentRepository extends Context.Tag("IntentRepository")<IntentRepo
     owner: Owner,
     query: IntentQuery
   ) => Effect.Effect<{ readonly items: ReadonlyArray<TradeIntent>; readonly total: number }>
+  /**
+   * Housekeeping of the counts behind `total`: their rows written by database connections that
+   * have ended are merged, so that a total stays a sum of few rows. Totals do not change. How many
+   * rows were merged.
+   */
+  readonly foldCounts: Effect.Effect<number>
 }>() {
   // The implementations import this Tag as a type only, so the Layers may name them directly.
   /** On the `SqlClient` in context, creations batched (at most `creationQueue` waiting). */

@@ -184,13 +184,56 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
       }`
   })
 
+  /**
+   * How many intents match a page's query: from the counts the triggers keep per user, mode and
+   * status (`intent_counts`, summed over their rows) when the query asks for no more than a status;
+   * counted otherwise.
+   */
+  const listTotal = (query: typeof ListRequest.Encoded) =>
+    query.symbol === undefined && query.broker_id === undefined
+      ? sql`(SELECT COALESCE(sum(c.n), 0) FROM intent_counts c WHERE ${
+        sql.and([
+          sql`c.user_id = ${query.user_id}`,
+          sql`c.mode = ${query.mode}`,
+          ...(query.status !== undefined ? [sql`c.status = ${query.status}`] : [])
+        ])
+      })`
+      : sql`(SELECT count(*) FROM intents i WHERE ${listWhere(query)})`
+
+  /**
+   * Folds the count rows of connections that have ended into `backend` 0, in one statement: every
+   * sum stays as it was. Rows another transaction holds are skipped (a later fold takes them), so a
+   * fold never waits on a writer; the rows it adds to are locked in one order, so two folds never
+   * wait on each other in a circle.
+   */
+  const foldCountRows = SqlSchema.single({
+    Request: Schema.Void,
+    Result: Schema.Struct({ n: Schema.Int }),
+    execute: () =>
+      sql`WITH ended AS (
+            SELECT user_id, mode, status, backend FROM intent_counts c
+            WHERE backend <> 0 AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = c.backend)
+            FOR UPDATE SKIP LOCKED
+          ), gone AS (
+            DELETE FROM intent_counts c USING ended e
+            WHERE c.user_id = e.user_id AND c.mode = e.mode AND c.status = e.status AND c.backend = e.backend
+            RETURNING c.user_id, c.mode, c.status, c.n
+          ), folded AS (
+            INSERT INTO intent_counts (user_id, mode, status, backend, n)
+            SELECT user_id, mode, status, 0, sum(n) FROM gone
+            GROUP BY user_id, mode, status ORDER BY user_id, mode, status
+            ON CONFLICT (user_id, mode, status, backend) DO UPDATE SET n = intent_counts.n + EXCLUDED.n
+          )
+          SELECT count(*)::int AS n FROM gone`
+  })
+
   /** A page and the total in one round trip, the page built as one JSON array by the database. */
   const selectPageJson = SqlSchema.single({
     Request: ListRequest,
     Result: Schema.Struct({ items: Schema.String, total: Schema.NumberFromString }),
     execute: (query) =>
       sql`SELECT
-            (SELECT count(*) FROM intents i WHERE ${listWhere(query)})::text AS total,
+            ${listTotal(query)}::text AS total,
             COALESCE((
               SELECT json_agg(page.intent ORDER BY page.created_at DESC, page.id DESC) FROM (
                 SELECT i.created_at, i.id, i.document AS intent FROM intents i WHERE ${listWhere(query)}
@@ -378,7 +421,13 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
     list: Effect.fnUntraced(function*(owner: Owner, query: IntentQuery) {
       const { items, total } = yield* selectPageJson(listRequest(owner, query))
       return { items: yield* decodeIntents(items), total }
-    }, orDie, Tracing.span("IntentRepository.list"))
+    }, orDie, Tracing.span("IntentRepository.list")),
+
+    foldCounts: foldCountRows(undefined).pipe(
+      Effect.map((folded) => folded.n),
+      orDie,
+      Tracing.span("IntentRepository.foldCounts")
+    )
   })
 })
 
