@@ -10,7 +10,7 @@ import * as Services from "../../src/Services.js"
 import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
 import { RoutingRepository } from "../../src/services/routing/RoutingRepository.js"
 import * as Database from "../../src/sql/Database.js"
-import { eventId, newIntent, seedUser } from "../support/Fixtures.js"
+import { eventId, newIntent, seedUser, uuid } from "../support/Fixtures.js"
 import * as Postgres from "../support/Postgres.js"
 import * as TestServer from "../support/TestServer.js"
 
@@ -96,6 +96,27 @@ for (const [name, database] of backends) {
         })
         const page = yield* intents.listJson(owner, { page: 1, pageSize: 1, status: "filled" })
         expect(page.total).toBe(30)
+        const { counted, kept } = yield* bothCounts
+        expect(kept).toEqual(counted)
+      }))
+
+    it.effect("intents inserted and deleted by plain statements are counted too", () =>
+      Effect.gen(function*() {
+        const intents = yield* IntentRepository
+        const sql = yield* SqlClient.SqlClient
+        const ada = yield* seedUser
+        const owner: Owner = { userId: ada.user.id, mode: "test" }
+        const ids = [uuid(), uuid(), uuid()]
+        for (const [n, id] of ids.entries()) {
+          yield* sql`
+            INSERT INTO intents (id, user_id, mode, intent_id, symbol, side, quantity, order_type, time_in_force,
+              extended_hours, broker_id, status, created_at, updated_at)
+            VALUES (${id}, ${ada.user.id}, 'test', ${`plain-${n}`}, 'AAPL', 'buy', 1, 'market', 'day', false,
+              ${ada.testBroker.id}, 'pending', now(), now())`
+        }
+        expect((yield* intents.listJson(owner, { page: 1, pageSize: 1 })).total).toBe(3)
+        yield* sql`DELETE FROM intents WHERE id IN ${sql.in(ids.slice(0, 2))}`
+        expect((yield* intents.listJson(owner, { page: 1, pageSize: 1 })).total).toBe(1)
         const { counted, kept } = yield* bothCounts
         expect(kept).toEqual(counted)
       }))

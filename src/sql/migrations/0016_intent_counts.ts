@@ -25,20 +25,22 @@ export default Effect.gen(function*() {
       n bigint NOT NULL,
       PRIMARY KEY (user_id, mode, status, backend)
     )`
-  // The changes of one statement, as (user, mode, status, change) rows, added to this connection's counts.
-  const add = (changes: string) => `
-    INSERT INTO intent_counts (user_id, mode, status, backend, n)
-    SELECT user_id, mode, status, pg_backend_pid(), sum(change) FROM (${changes}) changes
-    GROUP BY user_id, mode, status HAVING sum(change) <> 0
-    ON CONFLICT (user_id, mode, status, backend) DO UPDATE SET n = intent_counts.n + EXCLUDED.n`
-  yield* sql.unsafe(`
-    CREATE FUNCTION intents_count_inserted() RETURNS trigger
-    LANGUAGE plpgsql AS $$
-    BEGIN
-      ${add("SELECT user_id, mode, status, 1 AS change FROM inserted_intents")};
-      RETURN NULL;
-    END
-    $$`)
+  // A statement trigger's function: the statement's changes, as (user, mode, status, change) rows,
+  // added to this connection's counts.
+  const statementCounter = (name: string, changes: string) =>
+    sql.unsafe(`
+      CREATE FUNCTION ${name}() RETURNS trigger
+      LANGUAGE plpgsql AS $$
+      BEGIN
+        INSERT INTO intent_counts (user_id, mode, status, backend, n)
+        SELECT user_id, mode, status, pg_backend_pid(), sum(change) FROM (${changes}) changes
+        GROUP BY user_id, mode, status HAVING sum(change) <> 0
+        ON CONFLICT (user_id, mode, status, backend) DO UPDATE SET n = intent_counts.n + EXCLUDED.n;
+        RETURN NULL;
+      END
+      $$`)
+  yield* statementCounter("intents_count_inserted", "SELECT user_id, mode, status, 1 AS change FROM inserted_intents")
+  yield* statementCounter("intents_count_deleted", "SELECT user_id, mode, status, -1 AS change FROM deleted_intents")
   yield* sql.unsafe(`
     CREATE FUNCTION intents_count_moved() RETURNS trigger
     LANGUAGE plpgsql AS $$
@@ -46,14 +48,6 @@ export default Effect.gen(function*() {
       INSERT INTO intent_counts (user_id, mode, status, backend, n)
       VALUES (OLD.user_id, OLD.mode, OLD.status, pg_backend_pid(), -1), (NEW.user_id, NEW.mode, NEW.status, pg_backend_pid(), 1)
       ON CONFLICT (user_id, mode, status, backend) DO UPDATE SET n = intent_counts.n + EXCLUDED.n;
-      RETURN NULL;
-    END
-    $$`)
-  yield* sql.unsafe(`
-    CREATE FUNCTION intents_count_deleted() RETURNS trigger
-    LANGUAGE plpgsql AS $$
-    BEGIN
-      ${add("SELECT user_id, mode, status, -1 AS change FROM deleted_intents")};
       RETURN NULL;
     END
     $$`)
