@@ -10,6 +10,7 @@ import * as Services from "../../src/Services.js"
 import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
 import { RoutingRepository } from "../../src/services/routing/RoutingRepository.js"
 import * as Database from "../../src/sql/Database.js"
+import * as CountFolding from "../../src/workers/CountFolding.js"
 import { eventId, newIntent, seedUser, uuid } from "../support/Fixtures.js"
 import * as Postgres from "../support/Postgres.js"
 import * as TestServer from "../support/TestServer.js"
@@ -48,6 +49,21 @@ const word = (intentId: string, status: "partially_filled" | "filled", quantity:
   status,
   fills: [{ id: `fill-${intentId}`, quantity, price: 100, filledAt: DateTime.unsafeMake("2026-11-24T15:00:00Z") }]
 })
+
+/** A server process id no connection has (above the kernel's largest). */
+const ENDED = 2_000_000_000
+
+/** Moves 2 of the user's pending test intents' count to rows as a connection that has ended would have left them. */
+const leftByEndedConnection = (userId: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`
+      UPDATE intent_counts SET n = n - 2
+      WHERE (user_id, mode, status, backend) = (
+        SELECT user_id, mode, status, backend FROM intent_counts
+        WHERE user_id = ${userId} AND mode = 'test' AND status = 'pending' LIMIT 1)`
+    yield* sql`INSERT INTO intent_counts (user_id, mode, status, backend, n) VALUES (${userId}, 'test', 'pending', ${ENDED}, 2)`
+  })
 
 for (const [name, database] of backends) {
   const ports = Services.ports(TestServer.options).pipe(Layer.provideMerge(database))
@@ -128,18 +144,28 @@ for (const [name, database] of backends) {
         const ada = yield* seedUser
         const owner: Owner = { userId: ada.user.id, mode: "test" }
         yield* created(owner, ada.testBroker.id, 5)
-        // Part of the count as a connection that has ended would have left it: a server process id no
-        // connection has (above the kernel's largest).
-        const ended = 2_000_000_000
-        yield* sql`
-          UPDATE intent_counts SET n = n - 2
-          WHERE (user_id, mode, status, backend) = (
-            SELECT user_id, mode, status, backend FROM intent_counts
-            WHERE user_id = ${ada.user.id} AND mode = 'test' AND status = 'pending' LIMIT 1)`
-        yield* sql`INSERT INTO intent_counts (user_id, mode, status, backend, n) VALUES (${ada.user.id}, 'test', 'pending', ${ended}, 2)`
+        yield* leftByEndedConnection(ada.user.id)
         expect(yield* intents.foldCounts).toBeGreaterThanOrEqual(1)
-        expect(yield* sql`SELECT 1 FROM intent_counts WHERE backend = ${ended}`).toEqual([])
+        expect(yield* sql`SELECT 1 FROM intent_counts WHERE backend = ${ENDED}`).toEqual([])
         expect((yield* intents.listJson(owner, { page: 1, pageSize: 1 })).total).toBe(5)
+        const { counted, kept } = yield* bothCounts
+        expect(kept).toEqual(counted)
+      }))
+
+    it.scoped("every instance folds on its own at start", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const ada = yield* seedUser
+        yield* created({ userId: ada.user.id, mode: "test" }, ada.testBroker.id, 3)
+        yield* leftByEndedConnection(ada.user.id)
+        yield* Layer.build(CountFolding.layer())
+        const ended = sql`SELECT 1 FROM intent_counts WHERE backend = ${ENDED}`
+        let left = yield* ended
+        for (let i = 0; i < 100 && left.length > 0; i++) {
+          yield* Effect.sleep("20 millis")
+          left = yield* ended
+        }
+        expect(left).toEqual([])
         const { counted, kept } = yield* bothCounts
         expect(kept).toEqual(counted)
       }))
