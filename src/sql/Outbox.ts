@@ -47,8 +47,8 @@ export const intentObject = `json_build_object(
  * The common table expressions `event` and `deliveries`: for each row of `source` (a FROM clause in
  * which `i` has the intents table's columns: the table itself, or the rows an INSERT or UPDATE of
  * the same statement returns), an event whose `data` is the intent as a GET would show it now
- * (its stored document, which the row's trigger wrote), and one delivery for each enabled endpoint of the intent's user and mode
- * that subscribes to its type.
+ * (its stored document, which the row's trigger wrote), and one delivery for each enabled
+ * endpoint of the intent's user and mode that subscribes to its type.
  */
 export const eventTables = (
   sql: SqlClient.SqlClient,

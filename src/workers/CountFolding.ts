@@ -1,13 +1,10 @@
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Schedule from "effect/Schedule"
 import { IntentRepository } from "../services/intents/IntentRepository.js"
+import { periodically, type SweepOptions } from "./Sweep.js"
 
-export interface CountFoldingOptions {
-  /** How often the count rows are folded; hourly unless set. */
-  readonly interval?: Duration.DurationInput | undefined
-}
+/** How often the count rows are folded; hourly unless set. */
+export type CountFoldingOptions = SweepOptions
 
 /**
  * Merges the intent count rows that database connections which have ended left behind
@@ -17,14 +14,9 @@ export interface CountFoldingOptions {
 export const make = (options: CountFoldingOptions = {}) =>
   Effect.gen(function*() {
     const repository = yield* IntentRepository
-    const fold = repository.foldCounts.pipe(
-      Effect.tap((rows) => rows > 0 ? Effect.logDebug("intent counts folded").pipe(Effect.annotateLogs({ rows })) : Effect.void),
-      Effect.catchAllCause((cause) => Effect.logWarning("intent counts not folded", cause))
-    )
-    yield* fold.pipe(
-      Effect.repeat(Schedule.spaced(options.interval ?? Duration.hours(1))),
-      Effect.forkScoped
-    )
+    const fold = Effect.flatMap(repository.foldCounts, (rows) =>
+      rows > 0 ? Effect.logDebug("intent counts folded").pipe(Effect.annotateLogs({ rows })) : Effect.void)
+    yield* periodically(fold, "intent counts not folded", options)
   }).pipe(Effect.annotateLogs({ service: "count-folding" }))
 
 /** The fold, for as long as the Layer is in use. */

@@ -1,15 +1,12 @@
 import * as DateTime from "effect/DateTime"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Schedule from "effect/Schedule"
 import { EVENT_RETENTION } from "../domain/Event.js"
 import { EventRepository } from "../services/events/EventRepository.js"
+import { periodically, type SweepOptions } from "./Sweep.js"
 
-export interface RetentionOptions {
-  /** How often old events are looked for; hourly unless set. */
-  readonly interval?: Duration.DurationInput | undefined
-}
+/** How often old events are looked for; hourly unless set. */
+export type RetentionOptions = SweepOptions
 
 /** Events deleted per statement: short transactions, whatever the backlog. */
 const BATCH = 1_000
@@ -31,11 +28,8 @@ export const make = (options: RetentionOptions = {}) =>
         if (deleted < BATCH) break
       }
       if (total > 0) yield* Effect.logInfo("old events deleted").pipe(Effect.annotateLogs({ count: total }))
-    }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("old events not deleted", cause)))
-    yield* sweep.pipe(
-      Effect.repeat(Schedule.spaced(options.interval ?? Duration.hours(1))),
-      Effect.forkScoped
-    )
+    })
+    yield* periodically(sweep, "old events not deleted", options)
   }).pipe(Effect.annotateLogs({ service: "event-retention" }))
 
 /** The retention sweep, for as long as the Layer is in use. */

@@ -11,8 +11,9 @@ import * as Effect from "effect/Effect"
  * process id), so that transactions of different connections never wait on each other for a
  * count, nor lock counts in opposite orders; a count is the sum of its rows. The rows of
  * connections that have ended are folded into `backend` 0 from time to time
- * (`IntentRepository.foldCounts`, hourly), so that their number stays small. Existing intents are counted here, under the ALTER TABLE's lock, which
- * holds off every other writer of `intents` until the migrations commit.
+ * (`IntentRepository.foldCounts`, hourly), so that their number stays small. Existing intents
+ * are counted here, while the migrations' transaction holds off other writers of `intents` (the
+ * triggers' creation locks the table).
  */
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
