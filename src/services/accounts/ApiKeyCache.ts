@@ -133,7 +133,7 @@ export class ApiKeyCache extends Effect.Service<ApiKeyCache>()("ApiKeyCache", {
       // Memory answers (again) once a probe comes back: only then is every change sure to be heard.
       const sql = yield* Effect.serviceOption(SqlClient.SqlClient)
       if (Option.isSome(sql)) {
-        const probe = sql.value`SELECT pg_notify(${API_KEYS_CHANNEL}, ${PROBE})`
+        const probe = Effect.asVoid(sql.value`SELECT pg_notify(${API_KEYS_CHANNEL}, ${PROBE})`)
         yield* Ref.get(state).pipe(
           Effect.flatMap((s) => s.listening ? Effect.void : probe),
           Effect.ignore,
