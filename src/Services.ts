@@ -21,6 +21,7 @@ import { QueueStats } from "./services/metrics/QueueStats.js"
 import { IntentRepository } from "./services/intents/IntentRepository.js"
 import { Intents } from "./services/intents/Intents.js"
 import { RateLimiter } from "./services/RateLimiter.js"
+import { RoutingHandoff } from "./services/routing/RoutingHandoff.js"
 import { RoutingRepository } from "./services/routing/RoutingRepository.js"
 import { WebhookRepository } from "./services/webhooks/WebhookRepository.js"
 import { Webhooks } from "./services/webhooks/Webhooks.js"
@@ -79,7 +80,8 @@ export const ports = (options: ServiceOptions) =>
     Layer.provideMerge(
       Layer.mergeAll(AccountRepository.layerSql, CredentialsCipher.layer(options.credentialsKey), rateLimiter(options.rateLimits))
     ),
-    Layer.provideMerge(IdGenerator.layer)
+    // Shared by the intent repository and the routing worker built over these ports.
+    Layer.provideMerge(Layer.merge(IdGenerator.layer, RoutingHandoff.layer))
   )
 
 /**

@@ -9,6 +9,7 @@ import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { Notifications } from "../sql/Database.js"
 
@@ -36,6 +37,15 @@ export interface JobLoopOptions<Job> {
   /** The longest the loop sleeps without a notification (missed notifications, clock drift). */
   readonly pollInterval: Duration.Duration
   readonly lease: Duration.Duration
+  /**
+   * Where jobs already claimed for this loop come from besides its own claims (submissions claimed
+   * by the statement that created them): `take` passes each batch to `receive` until its scope
+   * closes. They run before any job the loop claims itself.
+   */
+  readonly handed?: ((
+    lease: Duration.Duration,
+    receive: (jobs: ReadonlyArray<Job>) => void
+  ) => Effect.Effect<void, never, Scope.Scope>) | undefined
 }
 
 const DEFECT_RETRY = Duration.seconds(5)
@@ -43,9 +53,10 @@ const DRAIN_TIMEOUT = Duration.seconds(10)
 
 /**
  * Runs jobs from a database queue until the scope closes: woken by `LISTEN` when a commit adds work,
- * otherwise asleep until the next job is due; leases renewed while jobs run; on shutdown, claims
- * nothing more, stops renewing, and lets jobs in flight finish for at most 10 seconds, handing back
- * those cut short.
+ * otherwise asleep until the next job is due; jobs handed to it already claimed run first; leases
+ * renewed while jobs run or wait; on shutdown, claims and takes nothing more, stops renewing, hands
+ * back the handed jobs not started, and lets jobs in flight finish for at most 10 seconds, handing
+ * back those cut short.
  */
 export const run = <Job>(options: JobLoopOptions<Job>) =>
   Effect.gen(function*() {
@@ -56,6 +67,13 @@ export const run = <Job>(options: JobLoopOptions<Job>) =>
     const inFlight = Effect.map(Ref.get(claimed), (jobs) => jobs.size)
     const stopping = yield* Ref.make(false)
     const fibers = yield* FiberSet.make()
+    // Jobs handed to the loop already claimed, waiting for a free slot.
+    const handed: Array<Job> = []
+    // Whether the database may hold work for the loop. A loop that is handed its jobs asks only
+    // then: at start, after a notification or a poll, and while its claims come back full. A
+    // handoff or a job's end alone sends it to the database for nothing (a claim saved per wake).
+    let queued = true
+    const claimable = () => options.handed === undefined || queued
 
     const runJob = (job: Job) =>
       options.process(job).pipe(
@@ -75,15 +93,20 @@ export const run = <Job>(options: JobLoopOptions<Job>) =>
     const tick = Effect.gen(function*() {
       if (yield* Ref.get(stopping)) return yield* Effect.never
       const free = concurrency - (yield* inFlight)
-      const jobs = free > 0 ? yield* queue.claim(free, lease) : []
+      const mine = free > 0 ? handed.splice(0, free) : []
+      const open = free - mine.length
+      const fromQueue = open > 0 && claimable() ? yield* queue.claim(open, lease) : []
+      if (open > 0) queued = fromQueue.length === open
+      const jobs = [...mine, ...fromQueue]
       for (const job of jobs) {
         yield* Ref.update(claimed, (all) => new Set([...all, job]))
         yield* FiberSet.run(fibers, runJob(job))
       }
-      if (jobs.length < free || free <= 0) {
-        // Sleep until a commit notifies, a job finishes, the next job is due, or the poll interval
-        // passes. Having just claimed or with every slot busy, a job's end wakes the loop soon:
-        // only an idle loop asks when the next job is due (a round trip saved per job under load).
+      if (fromQueue.length < open || open <= 0) {
+        // Sleep until a commit notifies, a job is handed or finishes, the next job is due, or the
+        // poll interval passes. Having just claimed or with every slot busy, a job's end wakes the
+        // loop soon: only an idle loop asks when the next job is due (a round trip saved per job
+        // under load).
         const idle = jobs.length === 0 && free === concurrency
         const now = yield* DateTime.now
         const untilDue = idle
@@ -92,7 +115,8 @@ export const run = <Job>(options: JobLoopOptions<Job>) =>
             onSome: (at) => Duration.millis(Math.max(0, DateTime.distance(now, at)))
           })
           : pollInterval
-        yield* Queue.take(wake).pipe(Effect.timeoutOption(Duration.min(pollInterval, untilDue)))
+        const woken = yield* Queue.take(wake).pipe(Effect.timeoutOption(Duration.min(pollInterval, untilDue)))
+        if (Option.isNone(woken)) queued = true
       }
     }).pipe(
       Effect.catchAllCause((cause) =>
@@ -102,16 +126,17 @@ export const run = <Job>(options: JobLoopOptions<Job>) =>
 
     // A lost connection fails the stream; listening again, the loop also looks for work committed
     // while it was deaf (the poll covers the moment before the new LISTEN takes effect).
+    const notified = Effect.zipRight(Effect.sync(() => { queued = true }), Queue.offer(wake, undefined))
     yield* notifications.listen(options.channel).pipe(
-      Stream.onStart(Queue.offer(wake, undefined)),
-      Stream.runForEach(() => Queue.offer(wake, undefined)),
+      Stream.onStart(notified),
+      Stream.runForEach(() => notified),
       Effect.catchAllCause((cause) => Effect.logWarning(`${options.name} notifications lost; polling meanwhile`, cause)),
       Effect.repeat(Schedule.spaced("1 second")),
       Effect.forkScoped
     )
     const ticking = yield* Effect.forkScoped(Effect.forever(tick))
     const renewing = yield* Ref.get(claimed).pipe(
-      Effect.flatMap((jobs) => queue.extend([...jobs], lease)),
+      Effect.flatMap((jobs) => queue.extend([...jobs, ...handed], lease)),
       Effect.catchAllCause((cause) => Effect.logWarning(`could not renew ${options.name} leases`, cause)),
       Effect.repeat(Schedule.spaced(Duration.divide(lease, 3).pipe(Option.getOrElse(() => lease)))),
       Effect.forkScoped
@@ -125,6 +150,10 @@ export const run = <Job>(options: JobLoopOptions<Job>) =>
         yield* Ref.set(stopping, true)
         yield* Fiber.interrupt(ticking)
         yield* Fiber.interrupt(renewing)
+        const now = yield* DateTime.now
+        yield* Effect.forEach(handed.splice(0), (job) => queue.release(job, now), { discard: true }).pipe(
+          Effect.catchAllCause((cause) => Effect.logWarning(`could not hand back ${options.name} jobs not started`, cause))
+        )
         const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(DRAIN_TIMEOUT)
         const drained = Effect.map(
           Effect.zip(inFlight, Clock.currentTimeMillis),
@@ -136,4 +165,11 @@ export const run = <Job>(options: JobLoopOptions<Job>) =>
         yield* FiberSet.clear(fibers)
       })
     )
+    // Added last, so closed first: nothing is handed once shutdown has begun.
+    if (options.handed !== undefined) {
+      yield* options.handed(lease, (jobs) => {
+        handed.push(...jobs)
+        wake.unsafeOffer(undefined)
+      })
+    }
   })

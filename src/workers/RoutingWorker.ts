@@ -11,6 +11,7 @@ import { CANCELED_BY_CLIENT, endOfDay, isFinal } from "../domain/Routing.js"
 import { CREDENTIALS_REFUSED_REASON } from "../domain/Broker.js"
 import { type BrokerError, BrokerGateway, type BrokerOrder } from "../services/brokers/BrokerGateway.js"
 import { ROUTING_CHANNEL } from "../sql/Channels.js"
+import { RoutingHandoff } from "../services/routing/RoutingHandoff.js"
 import { type Job, type RoutingContext, RoutingRepository } from "../services/routing/RoutingRepository.js"
 import * as JobLoop from "./JobLoop.js"
 import { delays } from "./RetryConfig.js"
@@ -41,6 +42,7 @@ export const make = (options: RoutingOptions) =>
   Effect.gen(function*() {
     const repository = yield* RoutingRepository
     const broker = yield* BrokerGateway
+    const handoff = yield* Effect.serviceOption(RoutingHandoff)
     const concurrency = options.concurrency ?? 128
     const pollInterval = Duration.decode(options.pollInterval ?? "1 second")
     const [first, ...rest] = options.retryDelays
@@ -201,7 +203,8 @@ export const make = (options: RoutingOptions) =>
       process,
       concurrency,
       pollInterval,
-      lease
+      lease,
+      handed: Option.getOrUndefined(Option.map(handoff, (handoff) => handoff.take))
     })
   }).pipe(Effect.annotateLogs({ service: "routing" }))
 

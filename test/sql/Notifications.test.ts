@@ -111,14 +111,25 @@ layer(TestServer.layer(Postgres.layerFresh), { timeout: 60_000, excludeTestServi
         const killed = yield* sql`SELECT pg_terminate_backend(pid) FROM (${listeners}) listening`
         expect(killed.length).toBe(1)
 
-        // Created while nothing listens: picked up once a new LISTEN connection is there.
-        yield* filled(user.testKey, yield* create, 20)
-        // The loop looks for work as it starts listening again, a moment before the LISTEN is issued.
+        // Created while nothing listens: this instance's creations hand their submissions to its
+        // worker, which needs no notification for them.
+        yield* filled(user.testKey, yield* create, 10)
         yield* listeners.pipe(
           Effect.repeat({ schedule: Schedule.spaced("100 millis"), until: (rows) => rows.length === 1 }),
-          Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new Error("no LISTEN connection again") })
+          Effect.timeoutFail({ duration: "20 seconds", onTimeout: () => new Error("no LISTEN connection again") })
         )
-        yield* filled(user.testKey, yield* create, 5)
+        // A cancel's job reaches the worker only through its notification: the new LISTEN wakes it.
+        const { intents } = yield* TestServer.client(user.testKey)
+        const held = yield* Effect.map(createIntent(user.testKey, order(user.mockId, { symbol: "HOLD" })), (intent) => intent.id)
+        yield* intents.getIntent({ path: { id: held } }).pipe(
+          Effect.repeat({ schedule: Schedule.spaced("50 millis"), until: (intent) => intent.orders.length > 0 }),
+          Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new Error("the held order was not placed") })
+        )
+        yield* intents.cancelIntent({ path: { id: held } })
+        yield* intents.getIntent({ path: { id: held } }).pipe(
+          Effect.repeat({ schedule: Schedule.spaced("50 millis"), until: (intent) => intent.status === "canceled" }),
+          Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new Error("the cancel never reached the worker") })
+        )
       }))
   }
 )

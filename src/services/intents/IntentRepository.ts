@@ -3,6 +3,7 @@ import type * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
+import type { BrokerKind } from "../../domain/Account.js"
 import type { QuotaExceeded } from "../../domain/Auth.js"
 import type { Unavailable } from "../../domain/Errors.js"
 import type { IntentId, Owner, UserId } from "../../domain/Ids.js"
@@ -43,11 +44,18 @@ export class IntentRepository extends Context.Tag("IntentRepository")<IntentRepo
    * is counted in the same transaction, after the duplicate check, so neither can be overshot.
    * The routing job and the `intent.created` event are written in that transaction too. A retry
    * of a creation that did commit (same id) answers with the intent, not a duplicate. While the
-   * database is too slow to keep up, a creation is refused at once (`Unavailable`).
+   * database is too slow to keep up, a creation is refused at once (`Unavailable`). Given the kind
+   * of broker the intent goes to, the submission may be claimed in that transaction and handed
+   * to this instance's routing worker at commit (see `RoutingHandoff`).
    */
   readonly create: (
     intent: NewIntent,
-    options: { readonly now: DateTime.Utc; readonly quota: Quota | undefined; readonly eventId: string }
+    options: {
+      readonly now: DateTime.Utc
+      readonly quota: Quota | undefined
+      readonly eventId: string
+      readonly brokerKind?: BrokerKind | undefined
+    }
   ) => Effect.Effect<TradeIntent, DuplicateIntent | QuotaExceeded | Unavailable>
   /** Live intents the user created in the month starting `period` (`YYYY-MM-01`), as the quota counts them. */
   readonly monthlyUsage: (userId: UserId, period: string) => Effect.Effect<number>

@@ -49,7 +49,7 @@ export class Intents extends Effect.Service<Intents>()("Intents", {
         mode: creator.mode,
         intent_id: payload.intent_id,
         broker_id: BrokerId.make(broker.id)
-      }, { now, quota, eventId: yield* eventId.pipe(Effect.provideService(IdGenerator, ids)) })
+      }, { now, quota, brokerKind: broker.kind, eventId: yield* eventId.pipe(Effect.provideService(IdGenerator, ids)) })
     }, Tracing.span("Intents.create"))
 
     const found = <A, E>(lookup: Effect.Effect<Option.Option<A>, E>) =>

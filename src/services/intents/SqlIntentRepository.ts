@@ -19,7 +19,10 @@ import {
   type NewIntent,
   TradeIntent
 } from "../../domain/Intent.js"
-import { applyLocalCancel, isFinal } from "../../domain/Routing.js"
+import type { BrokerKind } from "../../domain/Account.js"
+import { applyLocalCancel, clientOrderId, isFinal } from "../../domain/Routing.js"
+import { RoutingHandoff } from "../routing/RoutingHandoff.js"
+import type { Job } from "../routing/RoutingRepository.js"
 import type { IntentQuery, IntentRef, IntentRepository, Quota } from "./IntentRepository.js"
 import { ROUTING_CHANNEL } from "../../sql/Channels.js"
 import { orDie } from "../../sql/Defects.js"
@@ -32,6 +35,7 @@ interface Creation {
   readonly eventId: string
   readonly now: DateTime.Utc
   readonly quota: Quota | undefined
+  readonly brokerKind?: BrokerKind | undefined
 }
 
 /** The columns a creation writes: all of an intent's but those set later (its reason, a cancel request). */
@@ -74,8 +78,38 @@ export interface Options {
 /** The default bound of the creation queue: a few batches' worth. */
 export const CREATION_QUEUE = 1_000
 
+/** A submission claimed at its intent's creation, with the context a claim would have read. */
+const submission = (input: NewIntent, brokerKind: BrokerKind): Job => ({
+  intentId: input.id,
+  kind: "submit",
+  claims: 1,
+  version: 0,
+  context: Option.some({
+    intentId: input.id,
+    userId: input.user_id,
+    mode: input.mode,
+    status: "pending",
+    spec: {
+      symbol: input.symbol,
+      side: input.side,
+      quantity: input.quantity,
+      order_type: input.order_type,
+      limit_price: input.limit_price,
+      stop_price: input.stop_price,
+      time_in_force: input.time_in_force,
+      extended_hours: input.extended_hours
+    },
+    connection: { id: input.broker_id, kind: brokerKind },
+    clientOrderId: clientOrderId(input.id),
+    hasOrder: false,
+    cancelRequested: false,
+    filled: 0
+  })
+})
+
 export const make = (options: Options = {}) => Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  const handoff = yield* Effect.serviceOption(RoutingHandoff)
   // Each intent's API document, which triggers keep current in its row.
   const intent = sql.literal("i.document AS intent")
 
@@ -88,9 +122,9 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
    * whole). An intent whose intent_id is taken is not written: only those written are returned.
    */
   const insertCreations = SqlSchema.findAll({
-    Request: Schema.Array(CreationRow),
+    Request: Schema.Struct({ rows: Schema.Array(CreationRow), claimed_until: Schema.NullOr(Schema.DateTimeUtcFromDate) }),
     Result: Tables.Intents.row.pick("id"),
-    execute: (rows) =>
+    execute: ({ claimed_until, rows }) =>
       sql`
         WITH input AS (
           SELECT * FROM json_to_recordset(${JSON.stringify(rows)}::json) AS x(${sql.literal(creationRecordset)})
@@ -101,16 +135,17 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
           ON CONFLICT (user_id, mode, intent_id) DO NOTHING
           RETURNING *
         ), job AS (
-          INSERT INTO routing_jobs (intent_id, kind, run_at, created_at)
-          SELECT id, 'submit', created_at, created_at FROM created
+          INSERT INTO routing_jobs (intent_id, kind, run_at, created_at, locked_until, claims)
+          SELECT id, 'submit', created_at, created_at, ${claimed_until}::timestamptz, ${claimed_until === null ? 0 : 1}
+          FROM created
         ), ${eventTables(sql, sql`created i JOIN input x ON x.id = i.id`, {
         id: sql`x.event_id`,
         type: sql`${"intent.created"}`,
         at: sql`i.created_at`
       })}
-        SELECT id, pg_notify(${ROUTING_CHANNEL}, 'submit'), ${sql.literal(DELIVERIES_DUE)}, ${
-          sql.literal(EVENTS_WRITTEN)
-        } FROM created`
+        SELECT id, ${claimed_until === null ? sql`pg_notify(${ROUTING_CHANNEL}, 'submit'),` : sql``} ${
+          sql.literal(DELIVERIES_DUE)
+        }, ${sql.literal(EVENTS_WRITTEN)} FROM created`
   })
 
   /** The intents that hold these keys. */
@@ -302,12 +337,36 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
     ord
   })
 
+  /**
+   * Until when the submissions of these creations are claimed by this instance's routing worker,
+   * to be handed to it at commit: only while a worker takes them, and only when each creation
+   * says which kind of broker it goes to (the worker's context needs it); null otherwise.
+   */
+  const claimFor = (creations: ReadonlyArray<Creation>) =>
+    Effect.map(DateTime.now, (now) => {
+      const lease = Option.isSome(handoff) ? handoff.value.lease() : undefined
+      return lease === undefined || creations.some((creation) => creation.brokerKind === undefined)
+        ? null
+        : DateTime.addDuration(now, lease)
+    })
+
+  /** Hands the submissions of the creations written, claimed at their creation, to the routing worker. */
+  const handOver = (written: ReadonlyArray<Creation & { readonly input: NewIntent }>) => {
+    if (Option.isSome(handoff)) {
+      handoff.value.hand(written.flatMap(({ brokerKind, input }) => brokerKind === undefined ? [] : [submission(input, brokerKind)]))
+    }
+  }
+
   /** One creation; with a quota, the count joins it in a transaction. */
   const createOne = Effect.fnUntraced(
-    function*(input: NewIntent, { eventId, now, quota }: Creation) {
+    function*(input: NewIntent, creation: Creation) {
+      const { eventId, now, quota } = creation
+      const claimedUntil = yield* claimFor([creation])
+      let inserted = false
       const written = Effect.gen(function*() {
-        const inserted = yield* insertCreations([creationRow(input, eventId, now, 0)])
-        if (inserted.length === 0) {
+        inserted = (yield* insertCreations({ rows: [creationRow(input, eventId, now, 0)], claimed_until: claimedUntil }))
+          .length > 0
+        if (!inserted) {
           // The intent_id is taken. If by this very intent (its id is ours), an earlier try committed and
           // only its acknowledgement was lost: answer as that try would have.
           const [existing] = yield* selectHolders([input])
@@ -323,7 +382,9 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
         }
         return intentCreated(input, now)
       })
-      return yield* (quota === undefined ? written : sql.withTransaction(written))
+      const created = yield* (quota === undefined ? written : sql.withTransaction(written))
+      if (inserted && claimedUntil !== null) handOver([{ ...creation, input }])
+      return created
     },
     orDie,
     Tracing.span("IntentRepository.create")
@@ -338,10 +399,13 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
    */
   const createBatch = (creations: ReadonlyArray<Creation & { readonly input: NewIntent }>) =>
     Effect.gen(function*() {
-      const inserted = yield* insertCreations(
-        creations.map(({ eventId, input, now }, ord) => creationRow(input, eventId, now, ord))
-      )
+      const claimedUntil = yield* claimFor(creations)
+      const inserted = yield* insertCreations({
+        rows: creations.map(({ eventId, input, now }, ord) => creationRow(input, eventId, now, ord)),
+        claimed_until: claimedUntil
+      })
       const createdIds = new Set<string>(inserted.map((row) => row.id))
+      if (claimedUntil !== null) handOver(creations.filter(({ input }) => createdIds.has(input.id)))
       const [first, ...rest] = creations.filter(({ input }) => !createdIds.has(input.id)).map(({ input }) => input)
       const holders = first === undefined ? [] : yield* selectHolders([first, ...rest])
       const holderOf = new Map(holders.map((row) => [keyOf(row), row.id]))
