@@ -5,6 +5,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
+import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Ref from "effect/Ref"
@@ -90,18 +91,32 @@ export const run = <Job>(options: JobLoopOptions<Job>) =>
         ))
       )
 
+    const startAll = (
+      jobs: ReadonlyArray<Job>,
+      restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> = identity
+    ) =>
+      Effect.forEach(jobs, (job) =>
+        Effect.zipRight(
+          Ref.update(claimed, (all) => new Set([...all, job])),
+          FiberSet.run(fibers, restore(runJob(job)))
+        ), { discard: true })
+
     const tick = Effect.gen(function*() {
       if (yield* Ref.get(stopping)) return yield* Effect.never
       const free = concurrency - (yield* inFlight)
-      const mine = free > 0 ? handed.splice(0, free) : []
+      // Taken and started in one step, so that shutdown never loses a handed job between the two;
+      // the jobs themselves run interruptible, as every job does.
+      const mine = yield* Effect.uninterruptibleMask((restore) =>
+        Effect.suspend(() => {
+          const taken = free > 0 ? handed.splice(0, free) : []
+          return Effect.as(startAll(taken, restore), taken)
+        })
+      )
       const open = free - mine.length
       const fromQueue = open > 0 && claimable() ? yield* queue.claim(open, lease) : []
       if (open > 0) queued = fromQueue.length === open
+      yield* startAll(fromQueue)
       const jobs = [...mine, ...fromQueue]
-      for (const job of jobs) {
-        yield* Ref.update(claimed, (all) => new Set([...all, job]))
-        yield* FiberSet.run(fibers, runJob(job))
-      }
       if (fromQueue.length < open || open <= 0) {
         // Sleep until a commit notifies, a job is handed or finishes, the next job is due, or the
         // poll interval passes. Having just claimed or with every slot busy, a job's end wakes the
