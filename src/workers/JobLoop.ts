@@ -116,13 +116,12 @@ export const run = <Job>(options: JobLoopOptions<Job>) =>
       const fromQueue = open > 0 && claimable() ? yield* queue.claim(open, lease) : []
       if (open > 0) queued = fromQueue.length === open
       yield* startAll(fromQueue)
-      const jobs = [...mine, ...fromQueue]
       if (fromQueue.length < open || open <= 0) {
         // Sleep until a commit notifies, a job is handed or finishes, the next job is due, or the
         // poll interval passes. Having just claimed or with every slot busy, a job's end wakes the
         // loop soon: only an idle loop asks when the next job is due (a round trip saved per job
         // under load).
-        const idle = jobs.length === 0 && free === concurrency
+        const idle = mine.length === 0 && fromQueue.length === 0 && free === concurrency
         const now = yield* DateTime.now
         const untilDue = idle
           ? Option.match(yield* queue.nextDue, {

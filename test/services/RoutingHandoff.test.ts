@@ -8,6 +8,7 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type { Owner } from "../../src/domain/Ids.js"
+import type { NewIntent } from "../../src/domain/Intent.js"
 import { clientOrderId } from "../../src/domain/Routing.js"
 import * as Services from "../../src/Services.js"
 import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
@@ -37,6 +38,11 @@ const jobRow = (intentId: string) =>
     return yield* Schema.decodeUnknown(Schema.Array(JobRow))(rows)
   })
 
+/** A test-mode creation on the mock broker, as `Intents.create` makes it (the broker's kind given). */
+const createMock = (input: NewIntent) =>
+  Effect.flatMap(IntentRepository, (intents) =>
+    Effect.flatMap(DateTime.now, (now) => intents.create(input, { now, quota: undefined, eventId: eventId(), brokerKind: "mock" })))
+
 /** A taker of handed jobs for the scope, as a routing worker is: what it received, in order. */
 const taking = (lease: Duration.DurationInput) =>
   Effect.gen(function*() {
@@ -53,13 +59,12 @@ for (const [name, database] of backends) {
     describe("while a routing worker of this instance takes them", () => {
       it.scoped("a creation claims its submission for the worker's lease and hands it over with its context", () =>
         Effect.gen(function*() {
-          const intents = yield* IntentRepository
           const routing = yield* RoutingRepository
           const received = yield* taking("30 seconds")
           const { testBroker, user } = yield* seedUser
           const owner: Owner = { userId: user.id, mode: "test" }
           const input = newIntent(owner, testBroker.id, { symbol: "MSFT", order_type: "limit", limit_price: 99.5 })
-          yield* intents.create(input, { now: yield* DateTime.now, quota: undefined, eventId: eventId(), brokerKind: "mock" })
+          yield* createMock(input)
 
           expect(received).toEqual([{
             intentId: input.id,
@@ -89,14 +94,11 @@ for (const [name, database] of backends) {
 
       it.scoped("creations batched together are each handed once; a duplicate intent_id hands nothing", () =>
         Effect.gen(function*() {
-          const intents = yield* IntentRepository
           const received = yield* taking("30 seconds")
           const { testBroker, user } = yield* seedUser
           const owner: Owner = { userId: user.id, mode: "test" }
           const inputs = Array.from({ length: 20 }, () => newIntent(owner, testBroker.id))
-          const now = yield* DateTime.now
-          const create = (input: typeof inputs[number]) =>
-            Effect.either(intents.create(input, { now, quota: undefined, eventId: eventId(), brokerKind: "mock" }))
+          const create = (input: NewIntent) => Effect.either(createMock(input))
           yield* Effect.forEach(inputs, create, { concurrency: "unbounded" })
           const duplicate = yield* create({ ...newIntent(owner, testBroker.id), intent_id: inputs[0]!.intent_id })
           expect(duplicate._tag).toBe("Left")
@@ -124,12 +126,11 @@ for (const [name, database] of backends) {
 
       it.scoped("a handed submission whose lease runs out unfinished is claimed again, as one that may have reached the broker", () =>
         Effect.gen(function*() {
-          const intents = yield* IntentRepository
           const routing = yield* RoutingRepository
           const received = yield* taking("50 millis")
           const { testBroker, user } = yield* seedUser
           const input = newIntent({ userId: user.id, mode: "test" }, testBroker.id)
-          yield* intents.create(input, { now: yield* DateTime.now, quota: undefined, eventId: eventId(), brokerKind: "mock" })
+          yield* createMock(input)
           expect(received).toHaveLength(1)
           yield* Effect.sleep("200 millis")
           const again = (yield* routing.claim(1000, Duration.seconds(30))).filter((job) => job.intentId === input.id)
@@ -149,13 +150,12 @@ for (const [name, database] of backends) {
             sql`SELECT count(*)::int AS n FROM orders WHERE intent_id IN ${sql.in(inputs.map((input) => input.id))}`,
             (rows) => Number(rows[0]?.["n"] ?? 0)
           )
-          const now = yield* DateTime.now
           const worker = RoutingWorker.layer({ retryDelays: [Duration.millis(10)], concurrency: 1, pollInterval: "1 hour", lease: "30 seconds" })
           yield* Effect.scoped(Effect.gen(function*() {
             yield* Layer.build(worker)
             yield* Effect.forEach(
               inputs,
-              (input) => intents.create(input, { now, quota: undefined, eventId: eventId(), brokerKind: "mock" }),
+              createMock,
               { concurrency: "unbounded" }
             )
             // The worker runs one job at a time: stopped once the first is routed, it has not started them all.
@@ -174,11 +174,10 @@ for (const [name, database] of backends) {
     describe("while no worker of this instance takes them", () => {
       it.effect("a creation leaves its submission unclaimed, for any instance's claim", () =>
         Effect.gen(function*() {
-          const intents = yield* IntentRepository
           const routing = yield* RoutingRepository
           const { testBroker, user } = yield* seedUser
           const input = newIntent({ userId: user.id, mode: "test" }, testBroker.id)
-          yield* intents.create(input, { now: yield* DateTime.now, quota: undefined, eventId: eventId(), brokerKind: "mock" })
+          yield* createMock(input)
           expect(yield* jobRow(input.id)).toEqual([{ claims: 0, claimed: false, lease_ms: null }])
           const claimed = (yield* routing.claim(1000, Duration.seconds(30))).filter((job) => job.intentId === input.id)
           expect(claimed.map((job) => job.claims)).toEqual([1])
@@ -186,11 +185,10 @@ for (const [name, database] of backends) {
 
       it.scoped("a worker that stopped taking them gets nothing more", () =>
         Effect.gen(function*() {
-          const intents = yield* IntentRepository
           const received = yield* Effect.scoped(taking("30 seconds"))
           const { testBroker, user } = yield* seedUser
           const input = newIntent({ userId: user.id, mode: "test" }, testBroker.id)
-          yield* intents.create(input, { now: yield* DateTime.now, quota: undefined, eventId: eventId(), brokerKind: "mock" })
+          yield* createMock(input)
           expect(received).toEqual([])
           expect(yield* jobRow(input.id)).toEqual([{ claims: 0, claimed: false, lease_ms: null }])
         }))

@@ -350,28 +350,32 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
         : DateTime.addDuration(now, lease)
     })
 
-  /** Hands the submissions of the creations written, claimed at their creation, to the routing worker. */
-  const handOver = (written: ReadonlyArray<Creation & { readonly input: NewIntent }>) => {
-    if (Option.isSome(handoff)) {
+  /**
+   * Hands the submissions of the creations written to the routing worker, when their statement
+   * claimed them (`claimedUntil` set).
+   */
+  const handOver = (
+    claimedUntil: DateTime.Utc | null,
+    written: ReadonlyArray<Creation & { readonly input: NewIntent }>
+  ) =>
+    Effect.sync(() => {
+      if (claimedUntil === null || Option.isNone(handoff)) return
       handoff.value.hand(written.flatMap(({ brokerKind, input }) => brokerKind === undefined ? [] : [submission(input, brokerKind)]))
-    }
-  }
+    })
 
   /** One creation; with a quota, the count joins it in a transaction. */
   const createOne = Effect.fnUntraced(
     function*(input: NewIntent, creation: Creation) {
       const { eventId, now, quota } = creation
       const claimedUntil = yield* claimFor([creation])
-      let inserted = false
       const written = Effect.gen(function*() {
-        inserted = (yield* insertCreations({ rows: [creationRow(input, eventId, now, 0)], claimed_until: claimedUntil }))
-          .length > 0
-        if (!inserted) {
+        const inserted = yield* insertCreations({ rows: [creationRow(input, eventId, now, 0)], claimed_until: claimedUntil })
+        if (inserted.length === 0) {
           // The intent_id is taken. If by this very intent (its id is ours), an earlier try committed and
           // only its acknowledgement was lost: answer as that try would have.
           const [existing] = yield* selectHolders([input])
           return existing?.id === input.id
-            ? intentCreated(input, now)
+            ? { intent: intentCreated(input, now), inserted: false }
             : yield* new DuplicateIntent({ existing: existing?.id })
         }
         if (quota !== undefined) {
@@ -380,11 +384,11 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
           const counted = yield* countUsage({ user_id: input.user_id, period: quota.period, limit: quota.limit })
           if (Option.isNone(counted)) return yield* new QuotaExceeded({ retry_after: quota.retryAfter })
         }
-        return intentCreated(input, now)
+        return { intent: intentCreated(input, now), inserted: true }
       })
-      const created = yield* (quota === undefined ? written : sql.withTransaction(written))
-      if (inserted && claimedUntil !== null) handOver([{ ...creation, input }])
-      return created
+      const { inserted, intent } = yield* (quota === undefined ? written : sql.withTransaction(written))
+      if (inserted) yield* handOver(claimedUntil, [{ ...creation, input }])
+      return intent
     },
     orDie,
     Tracing.span("IntentRepository.create")
@@ -405,7 +409,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
         claimed_until: claimedUntil
       })
       const createdIds = new Set<string>(inserted.map((row) => row.id))
-      if (claimedUntil !== null) handOver(creations.filter(({ input }) => createdIds.has(input.id)))
+      yield* handOver(claimedUntil, creations.filter(({ input }) => createdIds.has(input.id)))
       const [first, ...rest] = creations.filter(({ input }) => !createdIds.has(input.id)).map(({ input }) => input)
       const holders = first === undefined ? [] : yield* selectHolders([first, ...rest])
       const holderOf = new Map(holders.map((row) => [keyOf(row), row.id]))

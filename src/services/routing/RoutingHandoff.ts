@@ -17,7 +17,7 @@ interface Taker {
  * while a routing worker of this instance takes handed jobs, for that worker's lease; otherwise
  * the job waits in the queue for any instance's claim, as every other job does. Should the
  * instance stop or die holding handed jobs, they are handed back at shutdown or claimed by another
- * instance once their lease runs out, as any claimed job is.
+ * instance once their lease runs out, like every other claimed job.
  */
 export class RoutingHandoff extends Context.Tag("RoutingHandoff")<RoutingHandoff, {
   /** The lease a submission claimed at creation is held for now; none while no worker takes them. */
