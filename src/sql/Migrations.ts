@@ -18,6 +18,7 @@ import MockPrices from "./migrations/0013_mock_prices.js"
 import IntentDocument from "./migrations/0014_intent_document.js"
 import StoredIntentDocuments from "./migrations/0015_stored_intent_documents.js"
 import IntentCounts from "./migrations/0016_intent_counts.js"
+import DocumentsRebuiltByRecording from "./migrations/0017_documents_rebuilt_by_recording.js"
 import * as Tracing from "../Tracing.js"
 
 /** Every migration by name, statically imported so that a bundled build finds them. */
@@ -37,7 +38,8 @@ export const records = {
   "0013_mock_prices": MockPrices,
   "0014_intent_document": IntentDocument,
   "0015_stored_intent_documents": StoredIntentDocuments,
-  "0016_intent_counts": IntentCounts
+  "0016_intent_counts": IntentCounts,
+  "0017_documents_rebuilt_by_recording": DocumentsRebuiltByRecording
 }
 
 export const loader = Migrator.fromRecord(records)

@@ -64,6 +64,61 @@ for (const [name, database] of backends) {
         expect(resting_.orders.map((o) => o.status)).toEqual(["new"])
       }))
 
+    it.effect("a batch of recorded words, changing a status or not, builds every document once with its orders and fills", () =>
+      Effect.gen(function*() {
+        const intents = yield* IntentRepository
+        const routing = yield* RoutingRepository
+        const { liveBroker, user } = yield* seedUser
+        const owner: Owner = { userId: user.id, mode: "live" }
+        const now = yield* DateTime.now
+        const created = Array.from({ length: 6 }, () => newIntent(owner, liveBroker.id))
+        for (const input of created) yield* intents.create(input, { now, quota: undefined, eventId: eventId() })
+        const [a, b, c, d, e, f] = created.map((input) => input.id)
+        if (a === undefined || b === undefined || c === undefined || d === undefined || e === undefined || f === undefined) {
+          return yield* Effect.dieMessage("no intents")
+        }
+        yield* routing.record(d, order(d, "partially_filled", [["d1", 2]]))
+        // Recorded together (one batch, one transaction): a status unchanged (a resting order, a
+        // second partial fill), a status changed (filled, partially filled), two words about one intent.
+        yield* Effect.all([
+          routing.record(a, order(a, "new", [])),
+          routing.record(b, order(b, "filled", [["b1", 10]])),
+          routing.record(c, order(c, "partially_filled", [["c1", 3]])),
+          routing.record(d, order(d, "partially_filled", [["d1", 2], ["d2", 3]])),
+          routing.record(e, order(e, "partially_filled", [["e1", 1]])),
+          routing.record(e, order(e, "filled", [["e1", 1], ["e2", 9]]))
+        ], { concurrency: "unbounded" })
+        expect(yield* staleDocuments).toEqual([])
+        const shown = (id: typeof a) => Effect.flatten(intents.findById(owner, id))
+        expect(yield* shown(a)).toMatchObject({ status: "pending", orders: [{ status: "new", fills: [] }] })
+        expect(yield* shown(d)).toMatchObject({ status: "partially_filled", orders: [{ status: "partially_filled" }] })
+        expect((yield* shown(d)).orders[0]?.fills.map((fill) => fill.quantity).sort((x, y) => x - y)).toEqual([2, 3])
+        expect((yield* shown(e)).orders[0]?.fills).toHaveLength(2)
+        expect(yield* shown(f)).toMatchObject({ status: "pending", orders: [] })
+      }))
+
+    it.effect("an order written after a recording, in the same transaction, still updates its intent's document", () =>
+      Effect.gen(function*() {
+        const intents = yield* IntentRepository
+        const routing = yield* RoutingRepository
+        const sql = yield* SqlClient.SqlClient
+        const { testBroker, user } = yield* seedUser
+        const owner: Owner = { userId: user.id, mode: "test" }
+        const [recorded, written] = [newIntent(owner, testBroker.id), newIntent(owner, testBroker.id)]
+        const now = yield* DateTime.now
+        for (const input of [recorded, written]) yield* intents.create(input, { now, quota: undefined, eventId: eventId() })
+        const orderId = uuid()
+        yield* sql.withTransaction(Effect.gen(function*() {
+          yield* routing.record(recorded.id, order(recorded.id, "new", []))
+          yield* sql`
+            INSERT INTO orders (id, intent_id, client_order_id, broker_order_id, status, created_at, updated_at)
+            VALUES (${orderId}, ${written.id}, ${`manual-${orderId}`}, 'b-2', 'new', now(), now())`
+          expect(yield* staleDocuments).toEqual([])
+        }))
+        expect(yield* Effect.flatten(intents.findById(owner, written.id))).toMatchObject({ orders: [{ status: "new" }] })
+        expect(yield* Effect.flatten(intents.findById(owner, recorded.id))).toMatchObject({ orders: [{ status: "new" }] })
+      }))
+
     it.effect("an order or a fill written by any statement updates its intent's document in the same transaction", () =>
       Effect.gen(function*() {
         const intents = yield* IntentRepository

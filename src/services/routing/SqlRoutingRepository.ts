@@ -1,5 +1,6 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlSchema from "@effect/sql/SqlSchema"
+import type * as Statement from "@effect/sql/Statement"
 import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
@@ -151,18 +152,22 @@ export const make = Effect.gen(function*() {
   }
 
   /**
-   * What transitions end, as common table expressions: the jobs the worker ran, if any; and for
-   * each intent now final, its other jobs no worker holds (a check at the end of the day, a sync
-   * after a cancel), which have nothing left to do.
+   * What transitions end, as common table expressions: the jobs the worker ran, if any; for each
+   * intent now final, its other jobs no worker holds (a check at the end of the day, a sync after
+   * a cancel), which have nothing left to do; and `also`, the caller's own.
    */
-  const endings = (ends: ReadonlyArray<Outbox.Change & { readonly done: Job | undefined }>) => {
+  const endings = (
+    ends: ReadonlyArray<Outbox.Change & { readonly done: Job | undefined }>,
+    also: ReadonlyArray<Statement.Fragment> = []
+  ) => {
     const done = ends.flatMap(({ done }) => done === undefined ? [] : [claimOf(done)])
     const moot = ends.filter(({ transition }) => transition.changed && isFinal(transition.status)).map(({ intentId }) => intentId)
     const parts = [
       ...(done.length === 0 ? [] : [finishJobs(done)]),
       ...(moot.length === 0
         ? []
-        : [sql`jobs_moot AS (DELETE FROM routing_jobs WHERE intent_id IN ${sql.in(moot)} AND locked_until IS NULL)`])
+        : [sql`jobs_moot AS (DELETE FROM routing_jobs WHERE intent_id IN ${sql.in(moot)} AND locked_until IS NULL)`]),
+      ...also
     ]
     return parts.length === 0 ? undefined : sql.csv(parts)
   }
@@ -237,7 +242,12 @@ export const make = Effect.gen(function*() {
           ORDER BY i.created_at`
   })
 
-  /** Orders and their new fills, whatever their number: one statement. */
+  /**
+   * Orders and their new fills, whatever their number: one statement. It leaves their intents'
+   * documents to the recording's next statement, which writes every one of those intents (the
+   * triggers on `orders` and `fills` skip the statement named by `tir.documents_rebuilt_by`, for
+   * this transaction): each document is built once per recorded word, not three times.
+   */
   const saveOrders = SqlSchema.void({
     Request: Schema.Struct({ orders: Schema.NonEmptyArray(Tables.Orders.row), fills: Schema.Array(OrderFill) }),
     execute: ({ fills, orders }) =>
@@ -250,13 +260,19 @@ export const make = Effect.gen(function*() {
             updated_at = CASE WHEN orders.status = ${sql.literal(NEXT_STATUS)} THEN orders.updated_at
               ELSE EXCLUDED.updated_at END
           RETURNING id, client_order_id
+        ), fills_saved AS (
+          INSERT INTO fills (${sql.literal(Tables.columnList(Tables.Fills.row))})
+          SELECT ${sql.literal(fillColumns.map((column) => column === "order_id" ? "saved.id" : `f.${column}`).join(", "))}
+          FROM saved JOIN json_to_recordset(${JSON.stringify(fills)}::json) AS f(${sql.literal(fillRecordset)})
+            ON f.client_order_id = saved.client_order_id
+          ON CONFLICT (order_id, broker_fill_id) DO NOTHING
         )
-        INSERT INTO fills (${sql.literal(Tables.columnList(Tables.Fills.row))})
-        SELECT ${sql.literal(fillColumns.map((column) => column === "order_id" ? "saved.id" : `f.${column}`).join(", "))}
-        FROM saved JOIN json_to_recordset(${JSON.stringify(fills)}::json) AS f(${sql.literal(fillRecordset)})
-          ON f.client_order_id = saved.client_order_id
-        ON CONFLICT (order_id, broker_fill_id) DO NOTHING`
+        SELECT set_config('tir.documents_rebuilt_by', statement_timestamp()::text, true)`
   })
+
+  /** The intents' documents built again (by their row trigger): those whose recorded word changed no status. */
+  const rebuildDocuments = (intentIds: ReadonlyArray<IntentId>) =>
+    intentIds.length === 0 ? [] : [sql`documents AS (UPDATE intents SET document = NULL WHERE id IN ${sql.in(intentIds)})`]
 
   const finishClaim = SqlSchema.void({
     Request: JobClaim,
@@ -322,7 +338,10 @@ export const make = Effect.gen(function*() {
       const [first, ...rest] = planned
       if (first === undefined) return []
       yield* saveOrders({ orders: [first.row, ...rest.map(({ row }) => row)], fills: planned.flatMap(({ fills }) => fills) })
-      yield* applyAll(planned, DateTime.toDate(now), endings(planned))
+      // Every intent whose orders and fills were saved is written now: a changed one by its
+      // transition, the others by rebuilding their documents.
+      const unchanged = planned.filter(({ transition }) => !transition.changed).map(({ intentId }) => intentId)
+      yield* applyAll(planned, DateTime.toDate(now), endings(planned, rebuildDocuments(unchanged)))
       return planned.map(({ transition }) => transition)
     })
 
