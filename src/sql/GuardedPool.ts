@@ -1,4 +1,6 @@
+import { createHash } from "node:crypto"
 import Pg from "pg"
+import { PREPARED } from "./Prepared.js"
 
 /** `@effect/sql-pg`'s cancel of an interrupted statement, sent through the pool. */
 const CANCEL = /^SELECT pg_cancel_backend\((\d+)\)$/
@@ -9,8 +11,12 @@ const processIdOf = (client: Pg.PoolClient): number | undefined => {
   return typeof id === "number" ? id : undefined
 }
 
+/** The most statement texts sent as named statements; beyond, a marked text is sent unnamed. */
+const MAX_PREPARED = 64
+
 /**
- * A pg pool on which a statement cut short (a client gone, a timeout, shutdown) never cancels
+ * A pg pool on which statements marked {@link PREPARED} are sent as named statements, and on which
+ * a statement cut short (a client gone, a timeout, shutdown) never cancels
  * another one. `@effect/sql-pg` cancels an interrupted statement with `pg_cancel_backend(pid)`
  * sent through the pool. By the time that arrives, the statement may have finished and its
  * connection been given back and handed to another request, whose statement it then cancelled
@@ -24,12 +30,38 @@ export const make = (config: Pg.PoolConfig): Pg.Pool => {
   pool.on("error", () => undefined)
   const checkedOut = new Set<number>()
   const doomed = new Set<number>()
+  // A statement's name comes from its text: pg refuses one name for two texts on a connection.
+  const names = new Map<string, string>()
+  const nameOf = (text: string) => {
+    const known = names.get(text)
+    if (known !== undefined || names.size >= MAX_PREPARED) return known
+    const name = `tir_${createHash("sha256").update(text).digest("hex").slice(0, 24)}`
+    names.set(text, name)
+    return name
+  }
+  const named = new WeakSet<Pg.PoolClient>()
+
+  /** Sends `client`'s marked statements (text, values, callback: how `@effect/sql-pg` calls) named. */
+  const nameStatements = (client: Pg.PoolClient) => {
+    if (named.has(client)) return
+    named.add(client)
+    const query = client.query
+    Reflect.set(client, "query", (...args: Array<unknown>): unknown => {
+      const [text, values, callback] = args
+      const name = typeof text === "string" && text.startsWith(PREPARED) && Array.isArray(values) &&
+          typeof callback === "function"
+        ? nameOf(text)
+        : undefined
+      return Reflect.apply(query, client, name === undefined ? args : [{ name, text, values }, callback])
+    })
+  }
 
   const connect = (...args: Array<unknown>): unknown => {
     const [callback] = args
     if (typeof callback !== "function") return Reflect.apply(pool.connect, guarded, args)
     return pool.connect((error, client, done) => {
       if (client === undefined) return Reflect.apply(callback, undefined, [error, client, done])
+      nameStatements(client)
       const id = processIdOf(client)
       if (id !== undefined) checkedOut.add(id)
       const release = client.release

@@ -3,6 +3,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import Pg from "pg"
 import * as GuardedPool from "../../src/sql/GuardedPool.js"
+import { PREPARED } from "../../src/sql/Prepared.js"
 import * as Postgres from "../support/Postgres.js"
 
 /** A guarded pool of two connections (a cancel needs one of its own) on a fresh database, ended afterwards. */
@@ -59,5 +60,28 @@ layer(Layer.fresh(Pool.Default), { timeout: 60_000 })("the guarded pool", (it) =
       again.release()
       // Other statements through the pool go on as before.
       expect((yield* Effect.promise(() => pool.query("SELECT 2 AS two"))).rows).toEqual([{ two: 2 }])
+    }))
+
+  it.effect("a statement marked prepared is named: parsed once per connection, answering as before; others are not kept", () =>
+    Effect.gen(function*() {
+      const { pool } = yield* Pool
+      const client = yield* connect(pool)
+      // The calling convention of @effect/sql-pg: text, values, callback.
+      const send = (text: string, values: ReadonlyArray<unknown>) =>
+        Effect.async<ReadonlyArray<unknown>, Error>((resume) => {
+          const callback = (error: Error | undefined, result: Pg.QueryResult | undefined) =>
+            resume(error === undefined || error === null ? Effect.succeed(result?.rows ?? []) : Effect.fail(error))
+          Reflect.apply(client.query, client, [text, values, callback])
+        })
+      const marked = `${PREPARED} SELECT $1::int + 1 AS n`
+      expect(yield* send(marked, [1])).toEqual([{ n: 2 }])
+      expect(yield* send(marked, [41])).toEqual([{ n: 42 }])
+      expect(yield* send("SELECT $1::int * 2 AS n", [21])).toEqual([{ n: 42 }])
+      const kept = yield* send("SELECT name, statement FROM pg_prepared_statements", [])
+      expect(kept).toEqual([{ name: expect.stringMatching(/^tir_[0-9a-f]{24}$/), statement: marked }])
+      // A wrong value fails that call alone; the named statement serves the next.
+      expect((yield* Effect.either(send(marked, ["x"])))._tag).toBe("Left")
+      expect(yield* send(marked, [2])).toEqual([{ n: 3 }])
+      client.release()
     }))
 })

@@ -28,6 +28,7 @@ import { ROUTING_CHANNEL } from "../../sql/Channels.js"
 import { orDie } from "../../sql/Defects.js"
 import * as Outbox from "../../sql/Outbox.js"
 import { DELIVERIES_DUE, eventTables, EVENTS_WRITTEN } from "../../sql/Outbox.js"
+import { PREPARED } from "../../sql/Prepared.js"
 import * as Tables from "../../sql/Tables.js"
 import * as Tracing from "../../Tracing.js"
 
@@ -112,6 +113,8 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
   const handoff = yield* Effect.serviceOption(RoutingHandoff)
   // Each intent's API document, which triggers keep current in its row.
   const intent = sql.literal("i.document AS intent")
+  // The hottest statements, whose text is fixed: parsed and planned once per connection.
+  const prepared = sql.literal(PREPARED)
 
   const ownedBy = (owner: typeof OwnerRequest.Encoded) => [sql`i.user_id = ${owner.user_id}`, sql`i.mode = ${owner.mode}`]
   const owned = (owner: Owner) => ({ user_id: owner.userId, mode: owner.mode })
@@ -125,7 +128,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
     Request: Schema.Struct({ rows: Schema.Array(CreationRow), claimed_until: Schema.NullOr(Schema.DateTimeUtcFromDate) }),
     Result: Tables.Intents.row.pick("id"),
     execute: ({ claimed_until, rows }) =>
-      sql`
+      sql`${prepared}
         WITH input AS (
           SELECT * FROM json_to_recordset(${JSON.stringify(rows)}::json) AS x(${sql.literal(creationRecordset)})
         ), created AS (
@@ -210,7 +213,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
     Request: Schema.Struct({ ...OwnerRequest.fields, id: Schema.optional(IntentId), intent_id: Schema.optional(Schema.String) }),
     Result: Schema.Struct({ intent: Schema.String }),
     execute: (request) =>
-      sql`SELECT i.document::text AS intent FROM intents i WHERE ${
+      sql`${prepared} SELECT i.document::text AS intent FROM intents i WHERE ${
         sql.and([
           ...ownedBy(request),
           ...(request.id !== undefined ? [sql`i.id = ${request.id}`] : []),
@@ -267,7 +270,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
     Request: ListRequest,
     Result: Schema.Struct({ items: Schema.String, total: Schema.NumberFromString }),
     execute: (query) =>
-      sql`SELECT
+      sql`${prepared} SELECT
             ${listTotal(query)}::text AS total,
             COALESCE((
               SELECT json_agg(page.intent ORDER BY page.created_at DESC, page.id DESC) FROM (
