@@ -110,6 +110,18 @@ export interface OrderSpec {
   readonly extended_hours: boolean
 }
 
+/** The order of anything that holds one (an intent, its row), and nothing else. */
+export const orderSpecOf = (order: OrderSpec): OrderSpec => ({
+  symbol: order.symbol,
+  side: order.side,
+  quantity: order.quantity,
+  order_type: order.order_type,
+  limit_price: order.limit_price,
+  stop_price: order.stop_price,
+  time_in_force: order.time_in_force,
+  extended_hours: order.extended_hours
+})
+
 /** Everything needed to insert an intent. */
 export interface NewIntent extends OrderSpec {
   readonly id: IntentId

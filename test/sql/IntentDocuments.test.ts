@@ -30,6 +30,18 @@ const order = (intentId: string, status: "new" | "partially_filled" | "filled", 
   fills: fills.map(([id, quantity]) => ({ id, quantity, price: 100, filledAt: DateTime.unsafeMake("2026-11-24T15:00:00Z") }))
 })
 
+/** `count` new intents of a seeded user's live mode, created now; with the owner. */
+const createLive = (count: number) =>
+  Effect.gen(function*() {
+    const intents = yield* IntentRepository
+    const { liveBroker, user } = yield* seedUser
+    const owner: Owner = { userId: user.id, mode: "live" }
+    const now = yield* DateTime.now
+    const created = Array.from({ length: count }, () => newIntent(owner, liveBroker.id))
+    for (const input of created) yield* intents.create(input, { now, quota: undefined, eventId: eventId() })
+    return { owner, now, ids: created.map((input) => input.id) }
+  })
+
 for (const [name, database] of backends) {
   const ports = Services.ports(TestServer.options).pipe(Layer.provideMerge(database))
 
@@ -38,29 +50,24 @@ for (const [name, database] of backends) {
       Effect.gen(function*() {
         const intents = yield* IntentRepository
         const routing = yield* RoutingRepository
-        const { liveBroker, user } = yield* seedUser
-        const owner: Owner = { userId: user.id, mode: "live" }
-        const now = yield* DateTime.now
-        const [resting, partial, filled, canceled] = Array.from({ length: 4 }, () => newIntent(owner, liveBroker.id))
+        const { ids, now, owner } = yield* createLive(4)
+        const [resting, partial, filled, canceled] = ids
         if (resting === undefined || partial === undefined || filled === undefined || canceled === undefined) {
           return yield* Effect.dieMessage("no intents")
         }
-        for (const input of [resting, partial, filled, canceled]) {
-          yield* intents.create(input, { now, quota: undefined, eventId: eventId() })
-        }
         expect(yield* staleDocuments).toEqual([])
-        yield* routing.record(resting.id, order(resting.id, "new", []))
-        yield* routing.record(partial.id, order(partial.id, "partially_filled", [["p1", 4]]))
-        yield* routing.record(filled.id, order(filled.id, "partially_filled", [["f1", 4]]))
-        yield* routing.record(filled.id, order(filled.id, "filled", [["f1", 4], ["f2", 6]]))
-        expect(yield* intents.requestCancel(owner, canceled.id, { now, eventId: eventId() })).toBe("canceled")
-        expect(yield* intents.requestCancel(owner, resting.id, { now, eventId: eventId() })).toBe("requested")
+        yield* routing.record(resting, order(resting, "new", []))
+        yield* routing.record(partial, order(partial, "partially_filled", [["p1", 4]]))
+        yield* routing.record(filled, order(filled, "partially_filled", [["f1", 4]]))
+        yield* routing.record(filled, order(filled, "filled", [["f1", 4], ["f2", 6]]))
+        expect(yield* intents.requestCancel(owner, canceled, { now, eventId: eventId() })).toBe("canceled")
+        expect(yield* intents.requestCancel(owner, resting, { now, eventId: eventId() })).toBe("requested")
         expect(yield* staleDocuments).toEqual([])
 
-        const shown = yield* Effect.flatten(intents.findById(owner, filled.id))
+        const shown = yield* Effect.flatten(intents.findById(owner, filled))
         expect(shown).toMatchObject({ status: "filled", orders: [{ status: "filled" }] })
         expect(shown.orders[0]?.fills.map((fill) => fill.quantity).sort((a, b) => a - b)).toEqual([4, 6])
-        const resting_ = yield* Effect.flatten(intents.findById(owner, resting.id))
+        const resting_ = yield* Effect.flatten(intents.findById(owner, resting))
         expect(resting_.orders.map((o) => o.status)).toEqual(["new"])
       }))
 
@@ -68,12 +75,8 @@ for (const [name, database] of backends) {
       Effect.gen(function*() {
         const intents = yield* IntentRepository
         const routing = yield* RoutingRepository
-        const { liveBroker, user } = yield* seedUser
-        const owner: Owner = { userId: user.id, mode: "live" }
-        const now = yield* DateTime.now
-        const created = Array.from({ length: 6 }, () => newIntent(owner, liveBroker.id))
-        for (const input of created) yield* intents.create(input, { now, quota: undefined, eventId: eventId() })
-        const [a, b, c, d, e, f] = created.map((input) => input.id)
+        const { ids, owner } = yield* createLive(6)
+        const [a, b, c, d, e, f] = ids
         if (a === undefined || b === undefined || c === undefined || d === undefined || e === undefined || f === undefined) {
           return yield* Effect.dieMessage("no intents")
         }

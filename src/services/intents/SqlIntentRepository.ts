@@ -17,6 +17,7 @@ import {
   IntentNotFound,
   IntentStatus,
   type NewIntent,
+  orderSpecOf,
   TradeIntent
 } from "../../domain/Intent.js"
 import type { BrokerKind } from "../../domain/Account.js"
@@ -90,16 +91,7 @@ const submission = (input: NewIntent, brokerKind: BrokerKind): Job => ({
     userId: input.user_id,
     mode: input.mode,
     status: "pending",
-    spec: {
-      symbol: input.symbol,
-      side: input.side,
-      quantity: input.quantity,
-      order_type: input.order_type,
-      limit_price: input.limit_price,
-      stop_price: input.stop_price,
-      time_in_force: input.time_in_force,
-      extended_hours: input.extended_hours
-    },
+    spec: orderSpecOf(input),
     connection: { id: input.broker_id, kind: brokerKind },
     clientOrderId: clientOrderId(input.id),
     hasOrder: false,

@@ -11,6 +11,7 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { BrokerKind } from "../../domain/Account.js"
 import { BrokerId, IntentId, OrderId } from "../../domain/Ids.js"
+import { orderSpecOf } from "../../domain/Intent.js"
 import {
   applyFailure,
   applyLocalCancel,
@@ -93,16 +94,7 @@ const toContext = (row: typeof ContextRow.Type): RoutingContext => ({
   userId: row.user_id,
   mode: row.mode,
   status: row.status,
-  spec: {
-    symbol: row.symbol,
-    side: row.side,
-    quantity: row.quantity,
-    order_type: row.order_type,
-    limit_price: row.limit_price,
-    stop_price: row.stop_price,
-    time_in_force: row.time_in_force,
-    extended_hours: row.extended_hours
-  },
+  spec: orderSpecOf(row),
   connection: { id: row.broker_id, kind: row.kind },
   clientOrderId: clientOrderId(row.id),
   hasOrder: row.has_order,

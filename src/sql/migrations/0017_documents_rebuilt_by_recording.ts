@@ -11,7 +11,7 @@ import * as Effect from "effect/Effect"
  *
  * The recording's statement says so by setting `tir.documents_rebuilt_by` to its own
  * `statement_timestamp()`, for its transaction. The refresh triggers, which fire at the end of the
- * statement that wrote, skip only when the setting names that same statement: any other
+ * statement that wrote, skip only when the setting names that same statement; every other
  * statement writing orders or fills, in the same transaction or not, still refreshes them.
  */
 export default Effect.gen(function*() {
