@@ -3,6 +3,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Metric from "effect/Metric"
 import * as MetricBoundaries from "effect/MetricBoundaries"
+import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 
@@ -27,57 +28,95 @@ export interface BatchedOptions<F> {
   readonly whenFull?: { readonly capacity: number; readonly error: () => F } | undefined
 }
 
-interface Call<I, A, E> {
+/** The calls made together by one `many`: answered once every input's exit is in. */
+interface Group<A, E> {
+  readonly exits: Array<Exit.Exit<A, E>>
+  remaining: number
+  readonly done: Deferred.Deferred<ReadonlyArray<Exit.Exit<A, E>>>
+}
+
+/** One input waiting for a batch: its group, and its place in that group's answer. */
+interface Entry<I, A, E> {
   readonly input: I
-  readonly result: Deferred.Deferred<A, E>
+  readonly group: Group<A, E>
+  readonly index: number
+}
+
+const settle = <A, E>({ group, index }: { readonly group: Group<A, E>; readonly index: number }, exit: Exit.Exit<A, E>) => {
+  group.exits[index] = exit
+  group.remaining -= 1
+  if (group.remaining === 0) Deferred.unsafeDone(group.done, Exit.succeed(group.exits))
 }
 
 /**
- * Turns `run`, which serves many calls in one go (one statement, one commit), into a function of one
- * call: calls that arrive together share a batch, and each is answered with its own `Exit` once the
- * batch is done. If `run` itself fails, every call of its batch fails with that cause. The batching
- * fibers live as long as the scope.
+ * Turns `run`, which serves many inputs in one go (one statement, one commit), into a function of
+ * many calls at once: inputs that arrive together, from one caller or several, share a batch (at
+ * most `maxBatch` of them), and each is answered with its own `Exit`, in the order given, once the
+ * batches that took them are done. If `run` itself fails, every input of its batch fails with that
+ * cause; beyond `whenFull`'s capacity an input fails at once with its error. The batching fibers
+ * live as long as the scope.
  */
-export const make = <I, A, E, F = never>(
+export const makeMany = <I, A, E, F = never>(
   run: (inputs: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<Exit.Exit<A, E>>>,
   options: BatchedOptions<F>
-): Effect.Effect<(input: I) => Effect.Effect<A, E | F>, never, Scope.Scope> =>
+): Effect.Effect<(inputs: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<Exit.Exit<A, E | F>>>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const full = options.whenFull
-    const pending = yield* (full === undefined ? Queue.unbounded<Call<I, A, E>>() : Queue.dropping<Call<I, A, E>>(full.capacity))
+    const pending = yield* (full === undefined
+      ? Queue.unbounded<Entry<I, A, E | F>>()
+      : Queue.dropping<Entry<I, A, E | F>>(full.capacity))
     const permits = yield* Effect.makeSemaphore(options.concurrency)
     const measured = batchSize.pipe(Metric.tagged("batch", options.name))
 
-    const serve = (calls: ReadonlyArray<Call<I, A, E>>) =>
-      Metric.update(measured, calls.length).pipe(
-        Effect.zipRight(run(calls.map((call) => call.input))),
+    const serve = (entries: ReadonlyArray<Entry<I, A, E | F>>) =>
+      Metric.update(measured, entries.length).pipe(
+        Effect.zipRight(run(entries.map((entry) => entry.input))),
         Effect.flatMap((exits) =>
           Effect.sync(() =>
-            calls.forEach((call, i) =>
-              Deferred.unsafeDone(call.result, exits[i] ?? Exit.die(new Error("a batch answered fewer calls than it took")))
+            entries.forEach((entry, i) =>
+              settle(entry, exits[i] ?? Exit.die(new Error("a batch answered fewer calls than it took")))
             )
           )
         ),
-        Effect.catchAllCause((cause) =>
-          Effect.sync(() => calls.forEach((call) => Deferred.unsafeDone(call.result, Exit.failCause(cause))))
-        )
+        Effect.catchAllCause((cause) => Effect.sync(() => entries.forEach((entry) => settle(entry, Exit.failCause(cause)))))
       )
 
     // Each batch holds a permit while it runs; the next batch is taken only once a permit is free,
-    // so calls gather while every permit is busy.
+    // so inputs gather while every permit is busy.
     yield* permits.take(1).pipe(
       Effect.zipRight(Queue.take(pending)),
       Effect.flatMap((first) => Effect.map(Queue.takeUpTo(pending, options.maxBatch - 1), (rest) => [first, ...rest])),
-      Effect.flatMap((calls) => Effect.fork(Effect.ensuring(serve(calls), permits.release(1)))),
+      Effect.flatMap((entries) => Effect.fork(Effect.ensuring(serve(entries), permits.release(1)))),
       Effect.forever,
       Effect.forkScoped
     )
 
-    return (input: I): Effect.Effect<A, E | F> =>
-      Effect.flatMap(Deferred.make<A, E>(), (result) =>
-        Effect.flatMap(Queue.offer(pending, { input, result }), (queued): Effect.Effect<A, E | F> =>
-          queued || full === undefined ? Deferred.await(result) : Effect.fail(full.error())))
+    return (inputs: ReadonlyArray<I>): Effect.Effect<ReadonlyArray<Exit.Exit<A, E | F>>> =>
+      inputs.length === 0 ? Effect.succeed([]) : Effect.flatMap(Deferred.make<ReadonlyArray<Exit.Exit<A, E | F>>>(), (done) =>
+        Effect.suspend(() => {
+          const group: Group<A, E | F> = { exits: new Array(inputs.length), remaining: inputs.length, done }
+          inputs.forEach((input, index) => {
+            if (pending.unsafeOffer({ input, group, index })) return
+            // Refused: the queue is full, or shut down with its scope.
+            settle({ group, index }, full !== undefined && Option.isSome(pending.unsafeSize()) ? Exit.fail(full.error()) : Exit.die(new Error(`${options.name}: the batches have stopped`)))
+          })
+          return Deferred.await(done)
+        }))
   })
+
+/** One call of a `makeMany` function: a batch of one input, answered with its exit. */
+export const single = <I, A, E>(many: (inputs: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<Exit.Exit<A, E>>>) =>
+(input: I): Effect.Effect<A, E> =>
+  Effect.flatMap(many([input]), ([exit]) => exit ?? Effect.dieMessage("a batch left a call unanswered"))
+
+/**
+ * {@link makeMany} for callers of one input each: calls that arrive together share a batch, and
+ * each is answered with its own result.
+ */
+export const make = <I, A, E, F = never>(
+  run: (inputs: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<Exit.Exit<A, E>>>,
+  options: BatchedOptions<F>
+): Effect.Effect<(input: I) => Effect.Effect<A, E | F>, never, Scope.Scope> => Effect.map(makeMany(run, options), single)
 
 /**
  * Splits a batch into rounds in which no key appears twice, each item with its index in the

@@ -47,6 +47,17 @@ export interface JobLoopOptions<Job> {
     lease: Duration.Duration,
     receive: (jobs: ReadonlyArray<Job>) => void
   ) => Effect.Effect<void, never, Scope.Scope>) | undefined
+  /**
+   * Runs the handed jobs that start together as one (routing submits them to the broker and records
+   * them in one go) instead of each with `process`. What is left to do of a job alone runs through
+   * `each`, which gives it the handling `process` gets: a failure logged and the job handed back
+   * for a retry, an interruption handing it back. Should the whole fail or be interrupted, the
+   * jobs it had not ended or passed to `each` are handed back the same way.
+   */
+  readonly processHanded?: ((
+    jobs: ReadonlyArray<Job>,
+    each: (job: Job, work: Effect.Effect<void>) => Effect.Effect<void>
+  ) => Effect.Effect<void>) | undefined
 }
 
 const DEFECT_RETRY = Duration.seconds(5)
@@ -64,8 +75,9 @@ export const run = <Job>(options: JobLoopOptions<Job>) =>
     const { concurrency, lease, pollInterval, queue } = options
     const notifications = yield* Notifications
     const wake = yield* Queue.sliding<void>(1)
-    const claimed = yield* Ref.make<ReadonlySet<Job>>(new Set())
-    const inFlight = Effect.map(Ref.get(claimed), (jobs) => jobs.size)
+    // The jobs started and not ended yet: a job's slot, and the leases to renew.
+    const claimed = new Set<Job>()
+    const inFlight = Effect.sync(() => claimed.size)
     const stopping = yield* Ref.make(false)
     const fibers = yield* FiberSet.make()
     // Jobs handed to the loop already claimed, waiting for a free slot.
@@ -76,30 +88,49 @@ export const run = <Job>(options: JobLoopOptions<Job>) =>
     let queued = true
     const claimable = () => options.handed === undefined || queued
 
-    const runJob = (job: Job) =>
-      options.process(job).pipe(
-        Effect.catchAllCause((cause) =>
-          Cause.isInterruptedOnly(cause) ? Effect.void : Effect.zipRight(
-            Effect.logError(`${options.name} job failed; it will be retried`, cause),
-            Effect.flatMap(DateTime.now, (now) => queue.release(job, DateTime.addDuration(now, DEFECT_RETRY)))
-          )
-        ),
-        Effect.onInterrupt(() => Effect.flatMap(DateTime.now, (now) => queue.release(job, now))),
-        Effect.ensuring(Effect.zipRight(
-          Ref.update(claimed, (jobs) => new Set([...jobs].filter((j) => j !== job))),
-          Queue.offer(wake, undefined)
-        ))
+    const releaseAll = (jobs: ReadonlyArray<Job>, delay: Duration.Duration) =>
+      Effect.flatMap(DateTime.now, (now) =>
+        Effect.forEach(jobs, (job) => queue.release(job, DateTime.addDuration(now, delay)), { discard: true }))
+
+    /** A failure that is not an interruption is logged, and `jobs` handed back for a retry. */
+    const retryOnFailure = (jobs: () => ReadonlyArray<Job>) => (cause: Cause.Cause<never>) =>
+      Cause.isInterruptedOnly(cause) ? Effect.void : Effect.zipRight(
+        Effect.logError(`${options.name} job failed; it will be retried`, cause),
+        releaseAll(jobs(), DEFECT_RETRY)
       )
+
+    const ended = (jobs: ReadonlyArray<Job>) =>
+      Effect.zipRight(Effect.sync(() => jobs.forEach((job) => claimed.delete(job))), Queue.offer(wake, undefined))
+
+    /** A job's work, handed back when it fails or is interrupted; its slot freed when it ends. */
+    const each = (job: Job, work: Effect.Effect<void>) =>
+      work.pipe(
+        Effect.catchAllCause(retryOnFailure(() => [job])),
+        Effect.onInterrupt(() => releaseAll([job], Duration.zero)),
+        Effect.ensuring(ended([job]))
+      )
+
+    /** Handed jobs run together: those still held when the whole fails or is interrupted are handed back. */
+    const runTogether = (jobs: ReadonlyArray<Job>, processHanded: NonNullable<JobLoopOptions<Job>["processHanded"]>) => {
+      const held = () => jobs.filter((job) => claimed.has(job))
+      return processHanded(jobs, each).pipe(
+        Effect.catchAllCause(retryOnFailure(held)),
+        Effect.onInterrupt(() => releaseAll(held(), Duration.zero)),
+        Effect.ensuring(ended(jobs))
+      )
+    }
 
     const startAll = (
       jobs: ReadonlyArray<Job>,
-      restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> = identity
+      restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> = identity,
+      together?: JobLoopOptions<Job>["processHanded"]
     ) =>
-      Effect.forEach(jobs, (job) =>
-        Effect.zipRight(
-          Ref.update(claimed, (all) => new Set([...all, job])),
-          FiberSet.run(fibers, restore(runJob(job)))
-        ), { discard: true })
+      Effect.suspend(() => {
+        jobs.forEach((job) => claimed.add(job))
+        return together !== undefined && jobs.length > 0
+          ? FiberSet.run(fibers, restore(runTogether(jobs, together)))
+          : Effect.forEach(jobs, (job) => FiberSet.run(fibers, restore(each(job, options.process(job)))), { discard: true })
+      })
 
     const tick = Effect.gen(function*() {
       if (yield* Ref.get(stopping)) return yield* Effect.never
@@ -109,7 +140,7 @@ export const run = <Job>(options: JobLoopOptions<Job>) =>
       const mine = yield* Effect.uninterruptibleMask((restore) =>
         Effect.suspend(() => {
           const taken = free > 0 ? handed.splice(0, free) : []
-          return Effect.as(startAll(taken, restore), taken)
+          return Effect.as(startAll(taken, restore, options.processHanded), taken)
         })
       )
       const open = free - mine.length
@@ -149,8 +180,7 @@ export const run = <Job>(options: JobLoopOptions<Job>) =>
       Effect.forkScoped
     )
     const ticking = yield* Effect.forkScoped(Effect.forever(tick))
-    const renewing = yield* Ref.get(claimed).pipe(
-      Effect.flatMap((jobs) => queue.extend([...jobs, ...handed], lease)),
+    const renewing = yield* Effect.suspend(() => queue.extend([...claimed, ...handed], lease)).pipe(
       Effect.catchAllCause((cause) => Effect.logWarning(`could not renew ${options.name} leases`, cause)),
       Effect.repeat(Schedule.spaced(Duration.divide(lease, 3).pipe(Option.getOrElse(() => lease)))),
       Effect.forkScoped

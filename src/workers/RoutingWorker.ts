@@ -1,15 +1,17 @@
+import * as Cause from "effect/Cause"
 import * as Config from "effect/Config"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import { CANCELED_BY_CLIENT, endOfDay, isFinal } from "../domain/Routing.js"
 import { CREDENTIALS_REFUSED_REASON } from "../domain/Broker.js"
-import { type BrokerError, BrokerGateway, type BrokerOrder } from "../services/brokers/BrokerGateway.js"
+import { type BrokerError, BrokerGateway, type BrokerOrder, type BrokerRejected } from "../services/brokers/BrokerGateway.js"
 import { ROUTING_CHANNEL } from "../sql/Channels.js"
 import { RoutingHandoff } from "../services/routing/RoutingHandoff.js"
 import { type Job, type RoutingContext, RoutingRepository } from "../services/routing/RoutingRepository.js"
@@ -55,11 +57,27 @@ export const make = (options: RoutingOptions) =>
     const later = (delay: Duration.Duration) => Effect.map(DateTime.now, DateTime.addDuration(delay))
     const lastDelay = options.retryDelays.at(-1) ?? Duration.seconds(5)
 
-    /** The order of an intent at the broker: looked up first whenever an earlier attempt may have placed it. */
-    const place = (context: RoutingContext, job: Job) =>
+    /**
+     * The order of an intent at the broker: looked up first whenever an earlier attempt may have
+     * placed it. `earlier`, when given, is the answer to an attempt already made (a submission
+     * placed with others): it counts as the first attempt.
+     */
+    const place = (context: RoutingContext, job: Job, earlier?: Either.Either<BrokerOrder, BrokerError | BrokerRejected>) =>
       Effect.gen(function*() {
         const uncertain = yield* Ref.make(job.claims > 1)
-        const attempt = Effect.gen(function*() {
+        let given = earlier
+        const answered = (answer: Either.Either<BrokerOrder, BrokerError | BrokerRejected>) =>
+          Either.match(answer, {
+            onLeft: (error) => Effect.zipRight(error._tag === "BrokerTimeout" ? Ref.set(uncertain, true) : Effect.void, Effect.fail(error)),
+            onRight: Effect.succeed
+          })
+        const attempt = Effect.suspend(() => {
+          if (given === undefined) return asked
+          const answer = given
+          given = undefined
+          return answered(answer)
+        })
+        const asked = Effect.gen(function*() {
           if (yield* Ref.get(uncertain)) {
             const found = yield* broker.lookup(context.connection, { clientOrderId: context.clientOrderId })
             if (Option.isSome(found)) return found.value
@@ -125,10 +143,10 @@ export const make = (options: RoutingOptions) =>
         ? Effect.asVoid(repository.fail(context.intentId, CREDENTIALS_REFUSED_REASON, job))
         : Effect.flatMap(later(lastDelay), (runAt) => repository.reschedule(job, runAt))
 
-    const submit = (context: RoutingContext, job: Job) =>
+    const submit = (context: RoutingContext, job: Job, earlier?: Either.Either<BrokerOrder, BrokerError | BrokerRejected>) =>
       Effect.gen(function*() {
         if (context.cancelRequested && !context.hasOrder) return yield* cancelBeforeOrder(context, job)
-        const { certain, result } = yield* place(context, job)
+        const { certain, result } = yield* place(context, job, earlier)
         if (Either.isRight(result)) return yield* recorded(context, job, result.right)
         const error = result.left
         if (error._tag === "BrokerRejected") {
@@ -179,6 +197,13 @@ export const make = (options: RoutingOptions) =>
         yield* repository.finish(job)
       })
 
+    /** A job's work, in its span and with its intent and kind in its logs. */
+    const traced = (job: Job) => <A>(work: Effect.Effect<A>) =>
+      work.pipe(
+        Tracing.span("RoutingWorker.process", { attributes: { intent_id: job.intentId, kind: job.kind } }),
+        Effect.annotateLogs({ intent_id: job.intentId, job: job.kind })
+      )
+
     const process = (job: Job) =>
       Effect.gen(function*() {
         const context = job.context // read by the claim
@@ -191,10 +216,53 @@ export const make = (options: RoutingOptions) =>
           case "sync":
             return yield* sync(context.value, job)
         }
-      }).pipe(
-        Tracing.span("RoutingWorker.process", { attributes: { intent_id: job.intentId, kind: job.kind } }),
-        Effect.annotateLogs({ intent_id: job.intentId, job: job.kind })
-      )
+      }).pipe(traced(job))
+
+    /** A submission nothing has acted on since its creation handed it over: placed without a lookup first. */
+    const untouched = (job: Job) =>
+      Option.filter(job.context, (context) =>
+        job.kind === "submit" && job.claims === 1 && !isFinal(context.status) && !context.cancelRequested && !context.hasOrder)
+
+    /**
+     * The submissions handed over together at creation, run together: those nothing has acted on
+     * since are placed with one call to the broker, and the orders that call filled or rejected at
+     * once are recorded in one transaction, which also ends their jobs. Whatever is left of a job
+     * (an order resting at the broker, a broker that gave no usable answer, any other job) carries
+     * on alone, as `process` would take it from there.
+     */
+    const processHanded = (jobs: ReadonlyArray<Job>, each: (job: Job, work: Effect.Effect<void>) => Effect.Effect<void>) =>
+      Effect.gen(function*() {
+        const alone: Array<readonly [Job, Effect.Effect<void>]> = []
+        const fresh: Array<{ readonly job: Job; readonly context: RoutingContext }> = []
+        for (const job of jobs) {
+          const context = untouched(job)
+          if (Option.isSome(context)) fresh.push({ job, context: context.value })
+          else alone.push([job, process(job)])
+        }
+        const answers = fresh.length === 0 ? [] : yield* broker.submitMany(
+          fresh.map(({ context }) => ({ connection: context.connection, clientOrderId: context.clientOrderId, spec: context.spec }))
+        )
+        const filled: Array<{ readonly job: Job; readonly context: RoutingContext; readonly order: BrokerOrder }> = []
+        fresh.forEach(({ context, job }, i) => {
+          const answer = answers[i] ?? Exit.die(new Error("a submission went unanswered"))
+          if (Exit.isSuccess(answer) && !isResting(answer.value)) return filled.push({ job, context, order: answer.value })
+          const rest = Exit.isSuccess(answer)
+            ? recorded(context, job, answer.value)
+            : Either.match(Cause.failureOrCause(answer.cause), {
+              onLeft: (error) => submit(context, job, Either.left(error)),
+              onRight: Effect.failCause
+            })
+          alone.push([job, traced(job)(rest)])
+        })
+        const records = filled.length === 0 ? [] : yield* repository.recordMany(
+          filled.map(({ context, job, order }) => ({ intentId: context.intentId, order, done: job }))
+        )
+        filled.forEach(({ job }, i) => {
+          const exit = records[i] ?? Exit.die(new Error("a recording went unanswered"))
+          if (Exit.isFailure(exit)) alone.push([job, exit])
+        })
+        yield* Effect.forEach(alone, ([job, work]) => each(job, work), { concurrency: "unbounded", discard: true })
+      }).pipe(Tracing.span("RoutingWorker.processHanded", { attributes: { "batch.size": jobs.length } }))
 
     yield* JobLoop.run({
       name: "routing",
@@ -204,7 +272,8 @@ export const make = (options: RoutingOptions) =>
       concurrency,
       pollInterval,
       lease,
-      handed: Option.getOrUndefined(Option.map(handoff, (handoff) => handoff.take))
+      handed: Option.getOrUndefined(Option.map(handoff, (handoff) => handoff.take)),
+      processHanded
     })
   }).pipe(Effect.annotateLogs({ service: "routing" }))
 

@@ -171,6 +171,48 @@ for (const [name, database] of backends) {
         }))
     })
 
+    describe("routed together", () => {
+      it.effect("submissions created together are placed together, each with its own outcome and exactly one order at the broker", () =>
+        Effect.gen(function*() {
+          const intents = yield* IntentRepository
+          const sql = yield* SqlClient.SqlClient
+          const { testBroker, user } = yield* seedUser
+          const owner: Owner = { userId: user.id, mode: "test" }
+          // What each symbol's order comes to at the mock broker, through each path of a handed batch:
+          // filled or rejected at once (recorded together), resting (followed up alone), unreachable
+          // (retried alone on the schedule, then failed, with nothing placed).
+          const expected = { AAPL: "filled", REJECT: "rejected", HOLD: "pending", PARTIAL: "partially_filled", FAIL: "failed" } as const
+          const symbols = Object.keys(expected) as ReadonlyArray<keyof typeof expected>
+          const inputs = Array.from({ length: 25 }, (_, i) => newIntent(owner, testBroker.id, { symbol: symbols[i % symbols.length] }))
+          const routedAll = Effect.forEach(inputs, (input) =>
+            Effect.map(intents.findById(owner, input.id), (found) => {
+              const intent = Option.getOrThrow(found)
+              return intent.status === expected[input.symbol as keyof typeof expected] && (input.symbol === "FAIL" || intent.orders.length > 0)
+            })).pipe(Effect.map((done) => done.every(Boolean)))
+          const worker = RoutingWorker.layer({ retryDelays: [Duration.millis(10)], pollInterval: "1 hour", lease: "30 seconds" })
+          yield* Effect.scoped(Effect.gen(function*() {
+            yield* Layer.build(worker)
+            yield* Effect.forEach(inputs, createMock, { concurrency: "unbounded" })
+            yield* routedAll.pipe(
+              Effect.repeat({ until: (done) => done, schedule: Schedule.spaced("10 millis") }),
+              Effect.timeout("20 seconds")
+            )
+          }))
+          const placed = yield* sql`
+            SELECT client_order_id, submissions FROM mock_broker_orders
+            WHERE client_order_id IN ${sql.in(inputs.map((input) => clientOrderId(input.id)))}`
+          expect(placed).toHaveLength(inputs.length - inputs.filter((input) => input.symbol === "FAIL").length)
+          expect(placed.every((row) => Number(row["submissions"]) === 1)).toBe(true)
+          for (const input of inputs) {
+            const intent = Option.getOrThrow(yield* intents.findById(owner, input.id))
+            expect(intent.orders).toHaveLength(input.symbol === "FAIL" ? 0 : 1)
+          }
+          // Only the resting orders' jobs are left: each watched until the end of its day.
+          const jobs = yield* sql`SELECT kind FROM routing_jobs WHERE intent_id IN ${sql.in(inputs.map((input) => input.id))}`
+          expect(jobs.map((row) => row["kind"])).toEqual(inputs.filter((input) => input.symbol === "HOLD" || input.symbol === "PARTIAL").map(() => "sync"))
+        }))
+    })
+
     describe("while no worker of this instance takes them", () => {
       it.effect("a creation leaves its submission unclaimed, for any instance's claim", () =>
         Effect.gen(function*() {

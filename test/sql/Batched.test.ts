@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -53,6 +54,34 @@ describe("Batched", () => {
       expect(batches).toEqual([[0], [1, 2, 3], [4]])
       const sizes = yield* Metric.value(Batched.batchSize.pipe(Metric.tagged("batch", "test_gather")))
       expect([sizes.count, sizes.sum, sizes.max]).toEqual([3, 5, 3])
+    }))
+
+  it.scoped("many inputs in one call share batches with other callers' and are answered in their order; beyond the bound each fails alone", () =>
+    Effect.gen(function*() {
+      const release = yield* Deferred.make<void>()
+      const batches: Array<ReadonlyArray<number>> = []
+      const many = yield* Batched.makeMany(
+        (inputs: ReadonlyArray<number>) =>
+          Effect.sync(() => batches.push(inputs)).pipe(
+            Effect.zipRight(Deferred.await(release)),
+            Effect.as(inputs.map((n) => n % 2 === 0 ? Exit.succeed(n * 10) : Exit.fail(`odd ${n}`)))
+          ),
+        { name: "test_many", maxBatch: 3, concurrency: 1, whenFull: { capacity: 6, error: () => "full" as const } }
+      )
+      const first = yield* Effect.fork(many([0]))
+      yield* Effect.yieldNow({ priority: 1_000 })
+      // While the first batch runs: five inputs of one call, two of another, one more than the bound.
+      const five = yield* Effect.fork(many([1, 2, 3, 4, 5]))
+      const two = yield* Effect.fork(many([6, 7]))
+      yield* Effect.yieldNow({ priority: 1_000 })
+      yield* Deferred.succeed(release, undefined)
+      const answers = (exits: ReadonlyArray<Exit.Exit<number, string>>) =>
+        exits.map(Exit.match({ onSuccess: (n) => n, onFailure: (cause) => String(Cause.squash(cause)) }))
+      expect(answers(yield* Fiber.join(first))).toEqual([0])
+      expect(answers(yield* Fiber.join(five))).toEqual(["odd 1", 20, "odd 3", 40, "odd 5"])
+      expect(answers(yield* Fiber.join(two))).toEqual([60, "full"])
+      expect(batches).toEqual([[0], [1, 2, 3], [4, 5, 6]])
+      expect(yield* many([])).toEqual([])
     }))
 
   it("rounds: no key twice in a round, each key's items in their order, each with its index", () => {

@@ -33,7 +33,11 @@ const harness = Effect.gen(function*() {
     release: (job) => Effect.sync(() => void released.push(job))
   }
   const notifications = Layer.succeed(Notifications, { listen: () => Stream.fromQueue(notices) })
-  const run = (options: { readonly concurrency: number; readonly process: (job: number) => Effect.Effect<void> }) =>
+  const run = (options: {
+    readonly concurrency: number
+    readonly process: (job: number) => Effect.Effect<void>
+    readonly processHanded?: JobLoop.JobLoopOptions<number>["processHanded"]
+  }) =>
     JobLoop.run({
       name: "test",
       channel: "test",
@@ -42,7 +46,8 @@ const harness = Effect.gen(function*() {
       concurrency: options.concurrency,
       pollInterval: Duration.hours(1),
       lease: Duration.seconds(30),
-      handed: (_lease, take) => Effect.sync(() => void (receive = take))
+      handed: (_lease, take) => Effect.sync(() => void (receive = take)),
+      processHanded: options.processHanded
     }).pipe(Effect.provide(notifications))
   const hand = (jobs: ReadonlyArray<number>) => Effect.sync(() => receive?.(jobs))
   const until = (check: () => boolean) =>
@@ -91,4 +96,64 @@ describe("the job loop with handed jobs", () => {
       expect(h.started).toEqual([1])
       expect(h.released).toEqual([2, 3]) // the job in flight finished: it is not handed back
     }))
+})
+
+describe("the job loop with handed jobs run together", () => {
+  it.live("runs the handed jobs that start together as one, within the free slots; a job's failing work is handed back alone", () =>
+    Effect.gen(function*() {
+      const h = yield* harness
+      const groups: Array<ReadonlyArray<number>> = []
+      const finished: Array<number> = []
+      yield* Effect.scoped(Effect.gen(function*() {
+        yield* h.run({
+          concurrency: 3,
+          process: () => Effect.void,
+          processHanded: (jobs, each) =>
+            Effect.zipRight(
+              Effect.sync(() => void groups.push(jobs)),
+              Effect.forEach(jobs, (job) =>
+                each(job, job === 2 ? Effect.dieMessage("job 2 broke") : Effect.sync(() => void finished.push(job))), { discard: true })
+            )
+        })
+        yield* h.hand([1, 2, 3, 4, 5])
+        yield* h.until(() => finished.length === 4)
+      }))
+      // Three slots: the first three together, then the two left once those ended.
+      expect(groups).toEqual([[1, 2, 3], [4, 5]])
+      expect(h.started).toEqual([]) // none went through `process`
+      expect(finished).toEqual([1, 3, 4, 5])
+      expect(h.released).toEqual([2])
+    }))
+
+  it.live("hands back the jobs of a group that fails, but not those it ended", () =>
+    Effect.gen(function*() {
+      const h = yield* harness
+      yield* Effect.scoped(Effect.gen(function*() {
+        yield* h.run({
+          concurrency: 10,
+          process: () => Effect.void,
+          processHanded: (jobs, each) => Effect.zipRight(each(jobs[0] ?? 0, Effect.void), Effect.dieMessage("the group broke"))
+        })
+        yield* h.hand([1, 2, 3])
+        yield* h.until(() => h.released.length === 2)
+      }))
+      expect(h.released).toEqual([2, 3]) // 1 had ended through `each`
+    }))
+
+  // Shutdown lets a group run for its 10 seconds before it interrupts it: this test takes that long.
+  it.live("hands back at shutdown the jobs of a group cut short, but not those it ended", () =>
+    Effect.gen(function*() {
+      const h = yield* harness
+      yield* Effect.scoped(Effect.gen(function*() {
+        yield* h.run({
+          concurrency: 10,
+          process: () => Effect.void,
+          processHanded: (jobs, each) => Effect.zipRight(each(jobs[0] ?? 0, Effect.void), Effect.never)
+        })
+        yield* h.hand([10, 11, 12])
+        yield* Effect.sleep("50 millis")
+        expect(h.released).toEqual([])
+      }))
+      expect(h.released).toEqual([11, 12])
+    }), 20_000)
 })

@@ -1,6 +1,7 @@
 import * as Context from "effect/Context"
 import type * as DateTime from "effect/DateTime"
 import type * as Effect from "effect/Effect"
+import type * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
@@ -72,6 +73,13 @@ export type BrokerUpdate =
   | { readonly _tag: "Connected" }
   | { readonly _tag: "Order"; readonly order: BrokerOrder }
 
+/** An order to place: its connection, its client order id and what to buy or sell. */
+export interface Submission {
+  readonly connection: Connection
+  readonly clientOrderId: string
+  readonly spec: OrderSpec
+}
+
 /**
  * A broker, as routing sees it. Every call names the order by its client order id, derived from
  * the intent, so a repeated submission can never place a second order.
@@ -82,6 +90,13 @@ export class BrokerGateway extends Context.Tag("BrokerGateway")<BrokerGateway, {
     connection: Connection,
     order: { readonly clientOrderId: string; readonly spec: OrderSpec }
   ) => Effect.Effect<BrokerOrder, BrokerError | BrokerRejected>
+  /**
+   * Places many orders at once, each answered as `submit` would answer it alone, in the order
+   * given: the mock broker places them in two statements, other brokers take one call each.
+   */
+  readonly submitMany: (
+    orders: ReadonlyArray<Submission>
+  ) => Effect.Effect<ReadonlyArray<Exit.Exit<BrokerOrder, BrokerError | BrokerRejected>>>
   /** The order as it stands, with its executions (none if the broker holds no such order). */
   readonly lookup: (connection: Connection, order: OrderRef) => Effect.Effect<Option.Option<BrokerOrder>, BrokerError>
   /**

@@ -10,7 +10,7 @@ import type { BrokerKind } from "../../domain/Account.js"
 import { BrokerRejected } from "../../domain/Broker.js"
 import * as AlpacaBroker from "./alpaca/AlpacaBroker.js"
 import type { AlpacaOptions } from "./alpaca/AlpacaConfig.js"
-import type { BrokerGateway } from "./BrokerGateway.js"
+import type { BrokerError, BrokerGateway, BrokerOrder } from "./BrokerGateway.js"
 import * as MockBroker from "./mock/MockBroker.js"
 
 export interface BrokersOptions {
@@ -31,18 +31,30 @@ const outcomeOf = (exit: Exit.Exit<unknown, unknown>) => {
   return Option.isSome(failure) && failure.value instanceof BrokerRejected ? "rejected" : "error"
 }
 
-const timed = <A, E>(broker: BrokerKind, operation: "submit" | "lookup" | "cancel", call: Effect.Effect<A, E>) =>
+type Operation = "submit" | "lookup" | "cancel"
+
+/** The duration histogram of each broker, operation and outcome, tagged once. */
+const durations = new Map<string, Metric.Metric.Histogram<number>>()
+const durationOf = (broker: BrokerKind, operation: Operation, exit: Exit.Exit<unknown, unknown>) => {
+  const outcome = outcomeOf(exit)
+  const key = `${broker} ${operation} ${outcome}`
+  let metric = durations.get(key)
+  if (metric === undefined) {
+    metric = requestDuration.pipe(
+      Metric.tagged("broker", broker),
+      Metric.tagged("operation", operation),
+      Metric.tagged("outcome", outcome)
+    )
+    durations.set(key, metric)
+  }
+  return metric
+}
+
+const timed = <A, E>(broker: BrokerKind, operation: Operation, call: Effect.Effect<A, E>) =>
   Effect.flatMap(Clock.currentTimeMillis, (started) =>
     Effect.onExit(call, (exit) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        Metric.update(
-          requestDuration.pipe(
-            Metric.tagged("broker", broker),
-            Metric.tagged("operation", operation),
-            Metric.tagged("outcome", outcomeOf(exit))
-          ),
-          (now - started) / 1000
-        ))))
+        Metric.update(durationOf(broker, operation, exit), (now - started) / 1000))))
 
 /** The gateway routing uses: each connection goes to the broker of its kind, each call timed. */
 export const make = (options: BrokersOptions) =>
@@ -53,6 +65,23 @@ export const make = (options: BrokersOptions) =>
     }
     return identity<BrokerGateway["Type"]>({
       submit: (connection, order) => timed(connection.kind, "submit", brokers[connection.kind].submit(connection, order)),
+      // Each kind's orders go to its broker together; each order's duration is its batch's.
+      submitMany: (orders) =>
+        Effect.gen(function*() {
+          const answers: Array<Exit.Exit<BrokerOrder, BrokerError | BrokerRejected>> = []
+          for (const kind of new Set(orders.map((order) => order.connection.kind))) {
+            const mine = orders.flatMap((order, index) => order.connection.kind === kind ? [[index, order] as const] : [])
+            const started = yield* Clock.currentTimeMillis
+            const exits = yield* brokers[kind].submitMany(mine.map(([, order]) => order))
+            const seconds = ((yield* Clock.currentTimeMillis) - started) / 1000
+            yield* Effect.forEach(exits, (exit, i) => {
+              const index = mine[i]?.[0]
+              if (index !== undefined) answers[index] = exit
+              return Metric.update(durationOf(kind, "submit", exit), seconds)
+            }, { discard: true })
+          }
+          return orders.map((_, index) => answers[index] ?? Exit.die(new Error("a submission went unanswered")))
+        }),
       lookup: (connection, order) => timed(connection.kind, "lookup", brokers[connection.kind].lookup(connection, order)),
       cancel: (connection, clientOrderId) =>
         timed(connection.kind, "cancel", brokers[connection.kind].cancel(connection, clientOrderId)),

@@ -5,6 +5,7 @@ import { BrokerUnavailable } from "../../domain/Broker.js"
 import * as AlpacaBroker from "./alpaca/AlpacaBroker.js"
 import type { BrokerGateway, Connection } from "./BrokerGateway.js"
 import type { BrokersOptions } from "./Brokers.js"
+import { submitEach } from "./SubmitEach.js"
 
 /** The mock broker keeps its orders in the database: without one, every order call fails as unavailable. */
 const noMockBroker = (connection: Connection) =>
@@ -16,10 +17,12 @@ const noMockBroker = (connection: Connection) =>
  * connection's credentials succeeds, as it does with the database: it has none.
  */
 export const make = (options: BrokersOptions) =>
-  Effect.map(AlpacaBroker.make(options.alpaca), (alpaca) =>
-    identity<BrokerGateway["Type"]>({
-      submit: (connection, order) =>
-        connection.kind === "alpaca" ? alpaca.submit(connection, order) : Effect.fail(noMockBroker(connection)),
+  Effect.map(AlpacaBroker.make(options.alpaca), (alpaca) => {
+    const submit: BrokerGateway["Type"]["submit"] = (connection, order) =>
+      connection.kind === "alpaca" ? alpaca.submit(connection, order) : Effect.fail(noMockBroker(connection))
+    return identity<BrokerGateway["Type"]>({
+      submit,
+      submitMany: submitEach(submit),
       lookup: (connection, order) =>
         connection.kind === "alpaca"
           ? alpaca.lookup(connection, order)
@@ -30,4 +33,5 @@ export const make = (options: BrokersOptions) =>
         kind === "alpaca" ? alpaca.verify(kind, environment, credentials) : Effect.void,
       streaming: alpaca.streaming,
       updates: (connection) => connection.kind === "alpaca" ? alpaca.updates(connection) : Stream.empty
-    }))
+    })
+  })

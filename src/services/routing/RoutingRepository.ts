@@ -2,6 +2,7 @@ import * as Context from "effect/Context"
 import type * as DateTime from "effect/DateTime"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import type * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import type { BrokerId, IntentId, Mode, UserId } from "../../domain/Ids.js"
@@ -40,6 +41,13 @@ export interface RoutingContext {
   readonly filled: number
 }
 
+/** The broker's word about an intent's order, to record; with `done`, the job that ends with it. */
+export interface Recording {
+  readonly intentId: IntentId
+  readonly order: BrokerOrder
+  readonly done?: Job | undefined
+}
+
 /** An intent whose order may still change at the broker. */
 export interface OpenOrder {
   readonly intentId: IntentId
@@ -66,6 +74,12 @@ export class RoutingRepository extends Context.Tag("RoutingRepository")<RoutingR
    * arrive together may share that transaction; inside a caller's transaction, it is the caller's.
    */
   readonly record: (intentId: IntentId, order: BrokerOrder, done?: Job) => Effect.Effect<Transition>
+  /**
+   * Records many words at once, each as `record` would: in one transaction with the recordings
+   * arriving meanwhile (should it fail, each recorded alone), or in the caller's transaction.
+   * Each is answered with its own exit, in the order given.
+   */
+  readonly recordMany: (recordings: ReadonlyArray<Recording>) => Effect.Effect<ReadonlyArray<Exit.Exit<Transition>>>
   /** Routing gave up (the broker certainly holds no order); with `done`, that job ends with it. */
   readonly fail: (intentId: IntentId, reason: string, done?: Job) => Effect.Effect<Transition>
   /**

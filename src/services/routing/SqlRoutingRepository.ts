@@ -30,7 +30,7 @@ import * as Batched from "../../sql/Batched.js"
 import { orDie } from "../../sql/Defects.js"
 import * as Outbox from "../../sql/Outbox.js"
 import * as Tables from "../../sql/Tables.js"
-import type { Job, RoutingContext, RoutingRepository } from "./RoutingRepository.js"
+import type { Job, Recording, RoutingContext, RoutingRepository } from "./RoutingRepository.js"
 import * as Tracing from "../../Tracing.js"
 
 const Timestamp = Schema.DateTimeUtcFromDate
@@ -101,13 +101,6 @@ const toContext = (row: typeof ContextRow.Type): RoutingContext => ({
   cancelRequested: row.cancel_requested,
   filled: row.filled
 })
-
-/** The broker's word about an intent's order, to record; with `done`, the job that ends with it. */
-interface Recording {
-  readonly intentId: IntentId
-  readonly order: BrokerOrder
-  readonly done: Job | undefined
-}
 
 const claimOf = (job: Job): typeof JobClaim.Type => ({
   intent_id: job.intentId,
@@ -375,7 +368,8 @@ export const make = Effect.gen(function*() {
       Effect.catchAllCause(() => Effect.forEach(recordings, (recording) => Effect.exit(recordOne(recording)))),
       Tracing.span("RoutingRepository.recordBatch", { attributes: { "batch.size": recordings.length } })
     )
-  const recordBatched = yield* Batched.make(recordBatch, { name: "routing_record", maxBatch: 100, concurrency: 2 })
+  const recordBatched = yield* Batched.makeMany(recordBatch, { name: "routing_record", maxBatch: 100, concurrency: 2 })
+  const recordSingle = Batched.single(recordBatched)
 
   return identity<Context.Tag.Service<typeof RoutingRepository>>({
     claim: Effect.fnUntraced(function*(limit: number, duration: Duration.Duration) {
@@ -410,9 +404,19 @@ export const make = Effect.gen(function*() {
       Effect.serviceOption(SqlClient.TransactionConnection).pipe(
         Effect.flatMap((transaction) =>
           // Inside a caller's transaction, the recording belongs to it: it cannot wait for a batch.
-          Option.isSome(transaction) ? recordOne({ intentId, order, done }) : recordBatched({ intentId, order, done })
+          Option.isSome(transaction) ? recordOne({ intentId, order, done }) : recordSingle({ intentId, order, done })
         ),
         Tracing.span("RoutingRepository.record", { attributes: { intent_id: intentId } })
+      ),
+
+    recordMany: (recordings) =>
+      Effect.serviceOption(SqlClient.TransactionConnection).pipe(
+        Effect.flatMap((transaction) =>
+          Option.isSome(transaction)
+            ? Effect.forEach(recordings, (recording) => Effect.exit(recordOne(recording)))
+            : recordBatched(recordings)
+        ),
+        Tracing.span("RoutingRepository.recordMany", { attributes: { "batch.size": recordings.length } })
       ),
 
     fail: withoutOrder("RoutingRepository.fail", applyFailure),

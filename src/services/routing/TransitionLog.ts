@@ -1,4 +1,5 @@
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import type { IntentId } from "../../domain/Ids.js"
 import type { Transition } from "../../domain/Routing.js"
 import type { RoutingRepository } from "./RoutingRepository.js"
@@ -23,6 +24,12 @@ const logChange = (intentId: IntentId) => (transition: Transition) =>
 export const logged = (repository: RoutingRepository["Type"]): RoutingRepository["Type"] => ({
   ...repository,
   record: (intentId, order, done) => Effect.tap(repository.record(intentId, order, done), logChange(intentId)),
+  recordMany: (recordings) =>
+    Effect.tap(repository.recordMany(recordings), (exits) =>
+      Effect.forEach(exits, (exit, i) => {
+        const recording = recordings[i]
+        return Exit.isSuccess(exit) && recording !== undefined ? logChange(recording.intentId)(exit.value) : Effect.void
+      }, { discard: true })),
   fail: (intentId, reason, done) => Effect.tap(repository.fail(intentId, reason, done), logChange(intentId)),
   cancelLocally: (intentId, reason, done) =>
     Effect.tap(repository.cancelLocally(intentId, reason, done), logChange(intentId)),

@@ -14,11 +14,11 @@ import {
   CREDENTIALS_REFUSED_REASON
 } from "../../../domain/Broker.js"
 import type { BrokerId } from "../../../domain/Ids.js"
-import type { OrderSpec } from "../../../domain/Intent.js"
 import { AccountRepository } from "../../accounts/AccountRepository.js"
 import { CredentialsCipher } from "../../CredentialsCipher.js"
 import { RateLimiter } from "../../RateLimiter.js"
 import type { BrokerCredentials, BrokerGateway, BrokerOrder, BrokerUpdate, Connection } from "../BrokerGateway.js"
+import { submitEach } from "../SubmitEach.js"
 import * as AlpacaClient from "./AlpacaClient.js"
 import type { AlpacaOptions } from "./AlpacaConfig.js"
 import * as AlpacaSchemas from "./AlpacaSchemas.js"
@@ -142,13 +142,16 @@ export const make = (options: AlpacaOptions) =>
       return status === "new" || status === "partially_filled"
     }
 
+    const submit: BrokerGateway["Type"]["submit"] = (connection, order) =>
+      forConnection(connection, (account) =>
+        client.submit(account, order).pipe(
+          Effect.catchTag("AlpacaRejected", (rejected) => new BrokerRejected({ reason: rejected.reason })),
+          Effect.flatMap((placed) => withFills(account, placed, 0))
+        )).pipe(Tracing.span("AlpacaBroker.submit"))
+
     return identity<BrokerGateway["Type"]>({
-      submit: (connection, order: { readonly clientOrderId: string; readonly spec: OrderSpec }) =>
-        forConnection(connection, (account) =>
-          client.submit(account, order).pipe(
-            Effect.catchTag("AlpacaRejected", (rejected) => new BrokerRejected({ reason: rejected.reason })),
-            Effect.flatMap((placed) => withFills(account, placed, 0))
-          )).pipe(Tracing.span("AlpacaBroker.submit")),
+      submit,
+      submitMany: submitEach(submit),
 
       lookup: (connection, { brokerOrderId, clientOrderId, recorded = 0 }) =>
         forConnection(connection, (account) =>

@@ -7,20 +7,12 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { BrokerUnavailable } from "../../../domain/Broker.js"
-import type { OrderSpec } from "../../../domain/Intent.js"
 import { decide, REFERENCE_PRICE } from "../../../domain/MockExchange.js"
 import * as Batched from "../../../sql/Batched.js"
 import { orDie } from "../../../sql/Defects.js"
-import type { BrokerGateway, Connection, OrderRef } from "../BrokerGateway.js"
+import type { BrokerGateway, Connection, OrderRef, Submission } from "../BrokerGateway.js"
 import * as MockBook from "./MockBook.js"
 import * as Tracing from "../../../Tracing.js"
-
-/** An order to place: its connection, client order id and spec. */
-interface Submission {
-  readonly connection: Connection
-  readonly clientOrderId: string
-  readonly spec: OrderSpec
-}
 
 /** The book's row for an order decided at `price`, or the mock's refusal to answer (symbol `FAIL`). */
 const decideOrder = (
@@ -98,30 +90,32 @@ export const make = Effect.gen(function*() {
     })
 
   /**
-   * Submissions that arrive together (jobs claimed together) share the two statements; should a
-   * batch fail, each is submitted alone, so that one bad submission fails no other (placing an
-   * order again only counts).
+   * Submissions placed together share the two statements; should those fail, each is submitted
+   * alone, so that one bad submission fails no other (placing an order again only counts).
    */
-  const submitBatched = yield* Batched.make(
-    (submissions: ReadonlyArray<Submission>) =>
-      submitAll(submissions).pipe(
-        orDie,
-        Effect.catchAllCause(() =>
-          Effect.forEach(submissions, (submission) =>
-            submitAll([submission]).pipe(
-              orDie,
-              Effect.flatMap(([exit]) => exit ?? Effect.dieMessage("a submission went unanswered")),
-              Effect.exit
-            ))
-        ),
-        Tracing.span("MockBroker.submitBatch", { attributes: { "batch.size": submissions.length } })
+  const submitIsolated = (submissions: ReadonlyArray<Submission>) =>
+    submitAll(submissions).pipe(
+      orDie,
+      Effect.catchAllCause(() =>
+        Effect.forEach(submissions, (submission) =>
+          submitAll([submission]).pipe(
+            orDie,
+            Effect.flatMap(([exit]) => exit ?? Effect.dieMessage("a submission went unanswered")),
+            Effect.exit
+          ))
       ),
-    { name: "mock_submit", maxBatch: 100, concurrency: 2 }
-  )
+      Tracing.span("MockBroker.submitBatch", { attributes: { "batch.size": submissions.length } })
+    )
+
+  /** Submissions that arrive together (jobs claimed or handed together) are placed together. */
+  const submitBatched = yield* Batched.makeMany(submitIsolated, { name: "mock_submit", maxBatch: 100, concurrency: 2 })
+  const submitOne = Batched.single(submitBatched)
 
   return identity<Context.Tag.Service<typeof BrokerGateway>>({
     submit: (connection, order) =>
-      submitBatched({ connection, ...order }).pipe(Tracing.span("MockBroker.submit")),
+      submitOne({ connection, ...order }).pipe(Tracing.span("MockBroker.submit")),
+
+    submitMany: (orders) => submitBatched(orders).pipe(Tracing.span("MockBroker.submitMany")),
 
     lookup: Effect.fnUntraced(function*(_: Connection, order: OrderRef) {
       const now = yield* DateTime.now
