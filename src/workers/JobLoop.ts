@@ -48,13 +48,15 @@ export interface JobLoopOptions<Job> {
     receive: (jobs: ReadonlyArray<Job>) => void
   ) => Effect.Effect<void, never, Scope.Scope>) | undefined
   /**
-   * Runs the handed jobs that start together as one (routing submits them to the broker and records
-   * them in one go) instead of each with `process`. What is left to do of a job alone runs through
-   * `each`, which gives it the handling `process` gets: a failure logged and the job handed back
-   * for a retry, an interruption handing it back. Should the whole fail or be interrupted, the
-   * jobs it had not ended or passed to `each` are handed back the same way.
+   * Runs the jobs that start together (handed over together, or claimed by one claim) as one
+   * (routing submits them to the broker and records them in one go) instead of each with
+   * `process`. Each job passes through `each` once, with what is left to do of it alone (nothing,
+   * for a job already ended): `each` gives that work the handling `process` gets (a failure logged
+   * and the job handed back for a retry, an interruption handing it back) and frees the job's
+   * slot when it ends. Should the whole fail or be interrupted, the jobs not yet passed to `each`
+   * are handed back the same way.
    */
-  readonly processHanded?: ((
+  readonly processTogether?: ((
     jobs: ReadonlyArray<Job>,
     each: (job: Job, work: Effect.Effect<void>) => Effect.Effect<void>
   ) => Effect.Effect<void>) | undefined
@@ -110,20 +112,20 @@ export const run = <Job>(options: JobLoopOptions<Job>) =>
         Effect.ensuring(ended([job]))
       )
 
-    /** Handed jobs run together: those still held when the whole fails or is interrupted are handed back. */
-    const runTogether = (jobs: ReadonlyArray<Job>, processHanded: NonNullable<JobLoopOptions<Job>["processHanded"]>) => {
+    /** Jobs run together: those still held when the whole fails or is interrupted are handed back. */
+    const runTogether = (jobs: ReadonlyArray<Job>, together: NonNullable<JobLoopOptions<Job>["processTogether"]>) => {
       const held = () => jobs.filter((job) => claimed.has(job))
-      return processHanded(jobs, each).pipe(
+      return together(jobs, each).pipe(
         Effect.catchAllCause(retryOnFailure(held)),
         Effect.onInterrupt(() => releaseAll(held(), Duration.zero)),
         Effect.ensuring(ended(jobs))
       )
     }
 
+    const together = options.processTogether
     const startAll = (
       jobs: ReadonlyArray<Job>,
-      restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> = identity,
-      together?: JobLoopOptions<Job>["processHanded"]
+      restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> = identity
     ) =>
       Effect.suspend(() => {
         jobs.forEach((job) => claimed.add(job))
@@ -140,7 +142,7 @@ export const run = <Job>(options: JobLoopOptions<Job>) =>
       const mine = yield* Effect.uninterruptibleMask((restore) =>
         Effect.suspend(() => {
           const taken = free > 0 ? handed.splice(0, free) : []
-          return Effect.as(startAll(taken, restore, options.processHanded), taken)
+          return Effect.as(startAll(taken, restore), taken)
         })
       )
       const open = free - mine.length

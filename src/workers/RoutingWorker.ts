@@ -218,19 +218,20 @@ export const make = (options: RoutingOptions) =>
         }
       }).pipe(traced(job))
 
-    /** A submission nothing has acted on since its creation handed it over: placed without a lookup first. */
+    /** A submission no claim before this one may have acted on: placed without a lookup first. */
     const untouched = (job: Job) =>
       Option.filter(job.context, (context) =>
         job.kind === "submit" && job.claims === 1 && !isFinal(context.status) && !context.cancelRequested && !context.hasOrder)
 
     /**
-     * The submissions handed over together at creation, run together: those nothing has acted on
-     * since are placed with one call to the broker, and the orders that call filled or rejected at
-     * once are recorded in one transaction, which also ends their jobs. Whatever is left of a job
-     * (an order resting at the broker, a broker that gave no usable answer, any other job) carries
-     * on alone, as `process` would take it from there.
+     * Jobs that start together (handed over together at creation, or claimed together), run as
+     * one: the submissions no claim may have acted on yet are placed with one call to the broker,
+     * and the orders that call filled or rejected at once are recorded in one transaction, which
+     * also ends their jobs. Whatever is left of a job (an order resting at the broker, a broker
+     * that gave no usable answer, any other job) carries on alone, as `process` would take it
+     * from there.
      */
-    const processHanded = (jobs: ReadonlyArray<Job>, each: (job: Job, work: Effect.Effect<void>) => Effect.Effect<void>) =>
+    const processTogether = (jobs: ReadonlyArray<Job>, each: (job: Job, work: Effect.Effect<void>) => Effect.Effect<void>) =>
       Effect.gen(function*() {
         const alone: Array<readonly [Job, Effect.Effect<void>]> = []
         const fresh: Array<{ readonly job: Job; readonly context: RoutingContext }> = []
@@ -242,10 +243,10 @@ export const make = (options: RoutingOptions) =>
         const answers = fresh.length === 0 ? [] : yield* broker.submitMany(
           fresh.map(({ context }) => ({ connection: context.connection, clientOrderId: context.clientOrderId, spec: context.spec }))
         )
-        const filled: Array<{ readonly job: Job; readonly context: RoutingContext; readonly order: BrokerOrder }> = []
+        const settled: Array<{ readonly job: Job; readonly context: RoutingContext; readonly order: BrokerOrder }> = []
         fresh.forEach(({ context, job }, i) => {
           const answer = answers[i] ?? Exit.die(new Error("a submission went unanswered"))
-          if (Exit.isSuccess(answer) && !isResting(answer.value)) return filled.push({ job, context, order: answer.value })
+          if (Exit.isSuccess(answer) && !isResting(answer.value)) return settled.push({ job, context, order: answer.value })
           const rest = Exit.isSuccess(answer)
             ? recorded(context, job, answer.value)
             : Either.match(Cause.failureOrCause(answer.cause), {
@@ -254,15 +255,19 @@ export const make = (options: RoutingOptions) =>
             })
           alone.push([job, traced(job)(rest)])
         })
-        const records = filled.length === 0 ? [] : yield* repository.recordMany(
-          filled.map(({ context, job, order }) => ({ intentId: context.intentId, order, done: job }))
+        const records = settled.length === 0 ? [] : yield* repository.recordMany(
+          settled.map(({ context, job, order }) => ({ intentId: context.intentId, order, done: job }))
         )
-        filled.forEach(({ job }, i) => {
+        // A recorded job has ended with its recording: nothing is left of it, its slot is free.
+        yield* Effect.forEach(settled, ({ job }, i) => {
           const exit = records[i] ?? Exit.die(new Error("a recording went unanswered"))
-          if (Exit.isFailure(exit)) alone.push([job, exit])
-        })
+          return Exit.isSuccess(exit) ? each(job, Effect.void) : Effect.sync(() => alone.push([job, exit]))
+        }, { discard: true })
+        const [first, ...others] = alone
+        if (first === undefined) return
+        if (others.length === 0) return yield* each(...first)
         yield* Effect.forEach(alone, ([job, work]) => each(job, work), { concurrency: "unbounded", discard: true })
-      }).pipe(Tracing.span("RoutingWorker.processHanded", { attributes: { "batch.size": jobs.length } }))
+      }).pipe(Tracing.span("RoutingWorker.processTogether", { attributes: { "batch.size": jobs.length } }))
 
     yield* JobLoop.run({
       name: "routing",
@@ -273,7 +278,7 @@ export const make = (options: RoutingOptions) =>
       pollInterval,
       lease,
       handed: Option.getOrUndefined(Option.map(handoff, (handoff) => handoff.take)),
-      processHanded
+      processTogether
     })
   }).pipe(Effect.annotateLogs({ service: "routing" }))
 

@@ -36,7 +36,7 @@ const harness = Effect.gen(function*() {
   const run = (options: {
     readonly concurrency: number
     readonly process: (job: number) => Effect.Effect<void>
-    readonly processHanded?: JobLoop.JobLoopOptions<number>["processHanded"]
+    readonly processTogether?: JobLoop.JobLoopOptions<number>["processTogether"]
   }) =>
     JobLoop.run({
       name: "test",
@@ -47,7 +47,7 @@ const harness = Effect.gen(function*() {
       pollInterval: Duration.hours(1),
       lease: Duration.seconds(30),
       handed: (_lease, take) => Effect.sync(() => void (receive = take)),
-      processHanded: options.processHanded
+      processTogether: options.processTogether
     }).pipe(Effect.provide(notifications))
   const hand = (jobs: ReadonlyArray<number>) => Effect.sync(() => receive?.(jobs))
   const until = (check: () => boolean) =>
@@ -98,7 +98,7 @@ describe("the job loop with handed jobs", () => {
     }))
 })
 
-describe("the job loop with handed jobs run together", () => {
+describe("the job loop running the jobs that start together as one", () => {
   it.live("runs the handed jobs that start together as one, within the free slots; a job's failing work is handed back alone", () =>
     Effect.gen(function*() {
       const h = yield* harness
@@ -108,7 +108,7 @@ describe("the job loop with handed jobs run together", () => {
         yield* h.run({
           concurrency: 3,
           process: () => Effect.void,
-          processHanded: (jobs, each) =>
+          processTogether: (jobs, each) =>
             Effect.zipRight(
               Effect.sync(() => void groups.push(jobs)),
               Effect.forEach(jobs, (job) =>
@@ -125,6 +125,26 @@ describe("the job loop with handed jobs run together", () => {
       expect(h.released).toEqual([2])
     }))
 
+  it.live("runs the jobs one claim brought together as one too", () =>
+    Effect.gen(function*() {
+      const h = yield* harness
+      const groups: Array<ReadonlyArray<number>> = []
+      yield* Effect.scoped(Effect.gen(function*() {
+        yield* h.run({
+          concurrency: 4,
+          process: () => Effect.void,
+          processTogether: (jobs, each) =>
+            Effect.zipRight(Effect.sync(() => void groups.push(jobs)), Effect.forEach(jobs, (job) => each(job, Effect.void), { discard: true }))
+        })
+        yield* h.until(() => h.claims.length >= 1)
+        h.due.push(20, 21, 22)
+        yield* Queue.offer(h.notices, "submit")
+        yield* h.until(() => groups.flat().length === 3)
+      }))
+      expect(groups).toEqual([[20, 21, 22]])
+      expect(h.started).toEqual([])
+    }))
+
   it.live("hands back the jobs of a group that fails, but not those it ended", () =>
     Effect.gen(function*() {
       const h = yield* harness
@@ -132,7 +152,7 @@ describe("the job loop with handed jobs run together", () => {
         yield* h.run({
           concurrency: 10,
           process: () => Effect.void,
-          processHanded: (jobs, each) => Effect.zipRight(each(jobs[0] ?? 0, Effect.void), Effect.dieMessage("the group broke"))
+          processTogether: (jobs, each) => Effect.zipRight(each(jobs[0] ?? 0, Effect.void), Effect.dieMessage("the group broke"))
         })
         yield* h.hand([1, 2, 3])
         yield* h.until(() => h.released.length === 2)
@@ -148,7 +168,7 @@ describe("the job loop with handed jobs run together", () => {
         yield* h.run({
           concurrency: 10,
           process: () => Effect.void,
-          processHanded: (jobs, each) => Effect.zipRight(each(jobs[0] ?? 0, Effect.void), Effect.never)
+          processTogether: (jobs, each) => Effect.zipRight(each(jobs[0] ?? 0, Effect.void), Effect.never)
         })
         yield* h.hand([10, 11, 12])
         yield* Effect.sleep("50 millis")
