@@ -228,7 +228,7 @@ export const make = (options: RoutingOptions) =>
      * one: the submissions no claim may have acted on yet are placed with one call to the broker,
      * and the orders that call filled or rejected at once are recorded in one transaction, which
      * also ends their jobs. Whatever is left of a job (an order resting at the broker, a broker
-     * that gave no usable answer, any other job) carries on alone, as `process` would take it
+     * that gave no usable answer, every other kind of job) carries on alone, as `process` would take it
      * from there.
      */
     const processTogether = (jobs: ReadonlyArray<Job>, each: (job: Job, work: Effect.Effect<void>) => Effect.Effect<void>) =>

@@ -181,13 +181,22 @@ for (const [name, database] of backends) {
           // What each symbol's order comes to at the mock broker, through each path of a handed batch:
           // filled or rejected at once (recorded together), resting (followed up alone), unreachable
           // (retried alone on the schedule, then failed, with nothing placed).
-          const expected = { AAPL: "filled", REJECT: "rejected", HOLD: "pending", PARTIAL: "partially_filled", FAIL: "failed" } as const
-          const symbols = Object.keys(expected) as ReadonlyArray<keyof typeof expected>
-          const inputs = Array.from({ length: 25 }, (_, i) => newIntent(owner, testBroker.id, { symbol: symbols[i % symbols.length] }))
-          const routedAll = Effect.forEach(inputs, (input) =>
+          const outcomes = [
+            ["AAPL", "filled"],
+            ["REJECT", "rejected"],
+            ["HOLD", "pending"],
+            ["PARTIAL", "partially_filled"],
+            ["FAIL", "failed"]
+          ] as const
+          const cases = Array.from({ length: 25 }, (_, i) => {
+            const [symbol, status] = outcomes[i % outcomes.length] ?? outcomes[0]
+            return { input: newIntent(owner, testBroker.id, { symbol }), symbol, status }
+          })
+          const inputs = cases.map(({ input }) => input)
+          const routedAll = Effect.forEach(cases, ({ input, status, symbol }) =>
             Effect.map(intents.findById(owner, input.id), (found) => {
               const intent = Option.getOrThrow(found)
-              return intent.status === expected[input.symbol as keyof typeof expected] && (input.symbol === "FAIL" || intent.orders.length > 0)
+              return intent.status === status && (symbol === "FAIL" || intent.orders.length > 0)
             })).pipe(Effect.map((done) => done.every(Boolean)))
           const worker = RoutingWorker.layer({ retryDelays: [Duration.millis(10)], pollInterval: "1 hour", lease: "30 seconds" })
           yield* Effect.scoped(Effect.gen(function*() {
