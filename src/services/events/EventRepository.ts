@@ -28,8 +28,13 @@ export class EventRepository extends Context.Tag("EventRepository")<EventReposit
   readonly page: (owner: Owner, query: FeedQuery) => Effect.Effect<EventPage>
   /** The cursor after the last event `page` lists now: where a reader who wants only new events starts. */
   readonly head: (owner: Owner) => Effect.Effect<EventCursor>
-  /** Whether events after `after` are committed but not yet listed (an older transaction is in flight). */
-  readonly heldBack: (owner: Owner, after: EventCursor) => Effect.Effect<boolean>
+  /**
+   * Whether committed events written since `since` lie after `after`. For a reader that has read
+   * every page up to `after`, they are coming: held back behind an older transaction still in
+   * flight, or listable since its last page (that older transaction committed meanwhile, and its
+   * commit woke only the readers of the users it wrote for).
+   */
+  readonly unread: (owner: Owner, after: EventCursor, since: DateTime.Utc) => Effect.Effect<boolean>
   readonly find: (owner: Owner, id: string, since: DateTime.Utc) => Effect.Effect<Option.Option<IntentEvent>>
   /** An intent's events, oldest first; none if the intent is not `owner`'s. */
   readonly timeline: (

@@ -21,8 +21,8 @@ export class StreamHeartbeat extends Context.Reference<StreamHeartbeat>()("Strea
 /** Event streams one API key may hold open at once on an instance. */
 export const MAX_STREAMS_PER_KEY = 5
 
-/** How long a stream waits before asking again while its next events wait behind a transaction in flight. */
-const HELD_BACK_RETRY = Duration.millis(20)
+/** How long a stream waits before reading again while events after its cursor are not listed yet. */
+const UNREAD_RETRY = Duration.millis(20)
 
 const PAGE = 100
 
@@ -98,11 +98,13 @@ export class EventStreams extends Effect.Service<EventStreams>()("EventStreams",
         // cancelling one at the database can hit the next query on the same pooled connection.
         let cursor = Option.isSome(after) ? after.value : yield* Effect.uninterruptible(repository.head(owner))
 
+        const retained = Effect.map(DateTime.now, DateTime.subtractDuration(EVENT_RETENTION))
+
         /** Every event listable now after the cursor, as frames; the cursor moves past them. */
         const drain = Effect.gen(function*() {
           const frames: Array<string> = []
           for (;;) {
-            const since = DateTime.subtractDuration(yield* DateTime.now, EVENT_RETENTION)
+            const since = yield* retained
             const page = yield* Effect.uninterruptible(repository.page(owner, { after: cursor, limit: PAGE, since }))
             for (const item of page.items) frames.push(frame(item.json, item.cursor))
             cursor = page.nextCursor
@@ -120,8 +122,11 @@ export class EventStreams extends Effect.Service<EventStreams>()("EventStreams",
             const frames = yield* drain
             if (frames.length > 0) return Chunk.fromIterable(frames)
           }
-          if (yield* Effect.uninterruptible(repository.heldBack(owner, cursor))) {
-            yield* Effect.sleep(HELD_BACK_RETRY)
+          // Events committed after the cursor that the read did not list: held back behind an older
+          // transaction in flight, or listable since, once that transaction committed (its commit
+          // wakes only the streams of the users it wrote for). Either way, read again shortly.
+          if (yield* Effect.uninterruptible(repository.unread(owner, cursor, yield* retained))) {
+            yield* Effect.sleep(UNREAD_RETRY)
             stale = true
             return Chunk.empty<string>()
           }

@@ -49,8 +49,10 @@ export const makeContext = (tag: typeof EventRepository) =>
           const last = entries.filter((entry) => sameOwner(entry.owner, owner)).at(-1)
           return last === undefined ? FEED_START : { xid: "0", seq: String(last.seq) }
         }),
-      // Every write is committed at once: nothing waits behind another.
-      heldBack: () => Effect.succeed(false),
+      // Every write is committed at once: what is unread is listable already.
+      unread: (owner, after, since) =>
+        Effect.map(Ref.get(log), (entries) =>
+          entries.some((entry) => sameOwner(entry.owner, owner) && entry.seq > Number(after.seq) && kept(since)(entry))),
       find: (owner, id, since) =>
         Effect.map(Ref.get(log), (entries) =>
           Option.fromNullable(entries.find((entry) => entry.event.id === id && sameOwner(entry.owner, owner) && kept(since)(entry)))

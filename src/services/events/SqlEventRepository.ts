@@ -56,16 +56,16 @@ export const make = Effect.gen(function*() {
           ORDER BY e.xid DESC, e.seq DESC LIMIT 1`
   })
 
-  const selectHeldBack = SqlSchema.single({
-    Request: Schema.Struct({ user_id: UserId, mode: Mode, xid: Schema.String, seq: Schema.String }),
-    Result: Schema.Struct({ held: Schema.Boolean }),
+  const selectUnread = SqlSchema.single({
+    Request: Schema.Struct({ ...Owned.fields, xid: Schema.String, seq: Schema.String }),
+    Result: Schema.Struct({ unread: Schema.Boolean }),
     execute: (q) =>
       sql`SELECT EXISTS (
             SELECT 1 FROM events e
             WHERE e.user_id = ${q.user_id} AND e.mode = ${q.mode}
               AND (e.xid, e.seq) > (${q.xid}::xid8, ${q.seq}::bigint)
-              AND e.xid >= pg_snapshot_xmin(pg_current_snapshot())
-          ) AS held`
+              AND e.created_at >= ${q.since}
+          ) AS unread`
   })
 
   const selectOne = SqlSchema.findOne({
@@ -125,9 +125,9 @@ export const make = Effect.gen(function*() {
       return Option.getOrElse(yield* selectHead({ user_id: owner.userId, mode: owner.mode }), () => FEED_START)
     }, orDie, Tracing.span("EventRepository.head")),
 
-    heldBack: Effect.fnUntraced(function*(owner: Owner, after: EventCursor) {
-      return (yield* selectHeldBack({ user_id: owner.userId, mode: owner.mode, ...after })).held
-    }, orDie, Tracing.span("EventRepository.heldBack")),
+    unread: Effect.fnUntraced(function*(owner: Owner, after: EventCursor, since: DateTime.Utc) {
+      return (yield* selectUnread({ ...owned(owner, since), ...after })).unread
+    }, orDie, Tracing.span("EventRepository.unread")),
 
     find: Effect.fnUntraced(function*(owner: Owner, id: string, since: DateTime.Utc) {
       return Option.map(yield* selectOne({ ...owned(owner, since), id }), (row) => row.body)
