@@ -98,6 +98,10 @@ describe("the job loop with handed jobs", () => {
     }))
 })
 
+/** A group that ends its first job through `each`, then does `after`. */
+const endsFirstThen = (after: Effect.Effect<void>): JobLoop.JobLoopOptions<number>["processTogether"] => (jobs, each) =>
+  Effect.zipRight(each(jobs[0] ?? 0, Effect.void), after)
+
 describe("the job loop running the jobs that start together as one", () => {
   it.live("runs the handed jobs that start together as one, within the free slots; a job's failing work is handed back alone", () =>
     Effect.gen(function*() {
@@ -152,7 +156,7 @@ describe("the job loop running the jobs that start together as one", () => {
         yield* h.run({
           concurrency: 10,
           process: () => Effect.void,
-          processTogether: (jobs, each) => Effect.zipRight(each(jobs[0] ?? 0, Effect.void), Effect.dieMessage("the group broke"))
+          processTogether: endsFirstThen(Effect.dieMessage("the group broke"))
         })
         yield* h.hand([1, 2, 3])
         yield* h.until(() => h.released.length === 2)
@@ -168,7 +172,7 @@ describe("the job loop running the jobs that start together as one", () => {
         yield* h.run({
           concurrency: 10,
           process: () => Effect.void,
-          processTogether: (jobs, each) => Effect.zipRight(each(jobs[0] ?? 0, Effect.void), Effect.never)
+          processTogether: endsFirstThen(Effect.never)
         })
         yield* h.hand([10, 11, 12])
         yield* Effect.sleep("50 millis")

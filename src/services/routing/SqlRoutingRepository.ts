@@ -369,7 +369,13 @@ export const make = Effect.gen(function*() {
       Tracing.span("RoutingRepository.recordBatch", { attributes: { "batch.size": recordings.length } })
     )
   const recordBatched = yield* Batched.makeMany(recordBatch, { name: "routing_record", maxBatch: 100, concurrency: 2 })
-  const recordSingle = Batched.single(recordBatched)
+
+  /** Recordings batched with those arriving meanwhile; inside a caller's transaction, in it (they cannot wait for a batch). */
+  const recordMany = (recordings: ReadonlyArray<Recording>) =>
+    Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (transaction) =>
+      Option.isSome(transaction)
+        ? Effect.forEach(recordings, (recording) => Effect.exit(recordOne(recording)))
+        : recordBatched(recordings))
 
   return identity<Context.Tag.Service<typeof RoutingRepository>>({
     claim: Effect.fnUntraced(function*(limit: number, duration: Duration.Duration) {
@@ -401,21 +407,12 @@ export const make = Effect.gen(function*() {
     }, orDie, Tracing.span("RoutingRepository.context")),
 
     record: (intentId: IntentId, order: BrokerOrder, done?: Job) =>
-      Effect.serviceOption(SqlClient.TransactionConnection).pipe(
-        Effect.flatMap((transaction) =>
-          // Inside a caller's transaction, the recording belongs to it: it cannot wait for a batch.
-          Option.isSome(transaction) ? recordOne({ intentId, order, done }) : recordSingle({ intentId, order, done })
-        ),
+      Batched.single(recordMany)({ intentId, order, done }).pipe(
         Tracing.span("RoutingRepository.record", { attributes: { intent_id: intentId } })
       ),
 
     recordMany: (recordings) =>
-      Effect.serviceOption(SqlClient.TransactionConnection).pipe(
-        Effect.flatMap((transaction) =>
-          Option.isSome(transaction)
-            ? Effect.forEach(recordings, (recording) => Effect.exit(recordOne(recording)))
-            : recordBatched(recordings)
-        ),
+      recordMany(recordings).pipe(
         Tracing.span("RoutingRepository.recordMany", { attributes: { "batch.size": recordings.length } })
       ),
 
