@@ -41,7 +41,7 @@ const refusal = (request: HttpServerRequest.HttpServerRequest) => {
  * `AccessLog`: method, path, status, duration and request id, never a key or a body. It counts
  * and times the request in the HTTP metrics too, under its route's template.
  */
-export const middleware = (app: HttpApp.Default): HttpApp.Default<never, IdGenerator | HttpMetrics.RouteTemplates> =>
+export const middleware = <R>(app: HttpApp.Default<never, R>): HttpApp.Default<never, R | IdGenerator | HttpMetrics.RouteTemplates> =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const ids = yield* IdGenerator

@@ -13,7 +13,10 @@ import { EVENTS_CHANNEL } from "../../sql/Channels.js"
 import { Notifications } from "../../sql/Database.js"
 import { EventRepository } from "./EventRepository.js"
 
-/** How often an idle event stream sends a comment line, so that clients and proxies see it alive. */
+/**
+ * How often an idle event stream sends a comment line, so that clients and proxies see it alive:
+ * read once, when `EventStreams` is built.
+ */
 export class StreamHeartbeat extends Context.Reference<StreamHeartbeat>()("StreamHeartbeat", {
   defaultValue: () => Duration.seconds(15)
 }) {}
@@ -40,6 +43,7 @@ export class EventStreams extends Effect.Service<EventStreams>()("EventStreams",
   scoped: Effect.gen(function*() {
     const repository = yield* EventRepository
     const notifications = yield* Effect.serviceOption(Notifications)
+    const heartbeat = yield* StreamHeartbeat
     // The wake-up signal of every open stream, by the user and mode it follows: a commit wakes only
     // the streams of the users it wrote events for.
     const waiting = new Map<string, Set<Queue.Queue<void>>>()
@@ -77,7 +81,6 @@ export class EventStreams extends Effect.Service<EventStreams>()("EventStreams",
      */
     const follow = (owner: Owner, after: Option.Option<EventCursor>) =>
       Stream.unwrapScoped(Effect.gen(function*() {
-        const heartbeat = yield* StreamHeartbeat
         const key = ownerKey(owner)
         // Registered before the first read: a commit meanwhile wakes this stream. One pending
         // signal is enough: a read covers every commit before it.
