@@ -33,6 +33,8 @@ export const describeIssue = (issue: Issue | undefined): string => {
 /** Whether a URL's path (not its query) holds a NUL, `%00` once decoded. */
 export const hasNulInPath = (url: string): boolean => {
   const path = url.split("?")[0] ?? ""
+  // Only an escape decodes to a NUL: most paths need no decoding at all.
+  if (!path.includes("%")) return path.includes("\u0000")
   try {
     return decodeURIComponent(path).includes("\u0000")
   } catch {
