@@ -1,11 +1,10 @@
 import * as HttpApp from "@effect/platform/HttpApp"
-import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Option from "effect/Option"
+import * as FiberRef from "effect/FiberRef"
 import { CurrentRequestId } from "../api/RequestId.js"
 import { WireErrors } from "../domain/Errors.js"
 import { IdGenerator } from "../services/IdGenerator.js"
@@ -36,43 +35,48 @@ const refusal = (request: HttpServerRequest.HttpServerRequest) => {
 }
 
 /**
- * The outermost middleware: gives every request an id (the `X-Request-Id` header and the
- * `request_id` of error bodies), applies the edge limits, and logs one line per request through
- * `AccessLog`: method, path, status, duration and request id, never a key or a body. It counts
- * and times the request in the HTTP metrics too, under its route's template.
+ * The outermost middleware, run on each request's own fiber: gives every request an id (the
+ * `X-Request-Id` header and the `request_id` of error bodies), applies the edge limits, and logs
+ * one line per request through `AccessLog`: method, path, status, duration and request id, never a
+ * key or a body. It counts and times the request in the HTTP metrics too, under its route's
+ * template. Its services are taken once, when the server starts.
  */
-export const middleware = <R>(app: HttpApp.Default<never, R>): HttpApp.Default<never, R | IdGenerator | HttpMetrics.RouteTemplates> =>
-  Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const ids = yield* IdGenerator
-    const accessLog = yield* AccessLog
-    const requestId = `req_${(yield* ids.uuid).replaceAll("-", "")}`
-    const started = yield* Clock.currentTimeMillis
-    const refused = refusal(request)
-    const served = refused !== undefined
-      ? Effect.map(errorResponse(refused), HttpServerResponse.setHeader("x-request-id", requestId))
-      : Effect.zipRight(
-        HttpApp.appendPreResponseHandler((_, response) =>
-          Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", requestId))
-        ),
-        app.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)))
+export const make = Effect.gen(function*() {
+  const ids = yield* IdGenerator
+  const accessLog = yield* AccessLog
+  const record = HttpMetrics.recordWith(yield* HttpMetrics.RouteTemplates)
+  return <R>(app: HttpApp.Default<never, R>): HttpApp.Default<never, R> =>
+    Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const requestId = `req_${(yield* ids.uuid).replaceAll("-", "")}`
+      const started = yield* Clock.currentTimeMillis
+      // Set, not scoped with `Effect.locally`: the request's fiber ends with it.
+      yield* FiberRef.set(CurrentRequestId, requestId)
+      const refused = refusal(request)
+      const served = refused !== undefined
+        ? Effect.map(errorResponse(refused), HttpServerResponse.setHeader("x-request-id", requestId))
+        : Effect.zipRight(
+          HttpApp.appendPreResponseHandler((_, response) =>
+            Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", requestId))
+          ),
+          app
+        )
+      return yield* served.pipe(
+        Effect.onExit((exit) =>
+          Effect.flatMap(Clock.currentTimeMillis, (now) => {
+            const status = Exit.isSuccess(exit) ? exit.value.status : 500
+            return Effect.zipRight(
+              record(request, status, now - started),
+              accessLog.log({
+                method: request.method,
+                path: request.url.split("?")[0] ?? "",
+                status,
+                durationMs: now - started,
+                requestId
+              })
+            )
+          })
+        )
       )
-    return yield* served.pipe(
-      Effect.locally(CurrentRequestId, requestId),
-      Effect.onExit((exit) =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) => {
-          const status = Exit.isSuccess(exit) ? exit.value.status : 500
-          return Effect.zipRight(
-            HttpMetrics.record(request, status, now - started),
-            accessLog.log({
-              method: request.method,
-              path: request.url.split("?")[0] ?? "",
-              status,
-              durationMs: now - started,
-              requestId
-            })
-          )
-        })
-      )
-    )
-  })
+    })
+})

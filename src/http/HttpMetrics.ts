@@ -143,15 +143,15 @@ const labelsOf = (method: string, route: string, status: number): SeriesLabels =
 }
 
 /** Counts and times one answered request under its route template; `method` outside the usual ones as `other`. */
-export const record = (
+export const recordWith = (templates: Context.Tag.Service<RouteTemplates>) =>
+(
   request: HttpServerRequest.HttpServerRequest,
   status: number,
   durationMillis: number
-): Effect.Effect<void, never, RouteTemplates> =>
-  Effect.flatMap(RouteTemplates, (templates) =>
-    Effect.map(templates.match(request.method, request.url), (route) => {
-      const method = request.method
-      const labels = labelsOf(METHODS.has(method) ? method : "other", route, status)
-      requests.unsafeUpdate(1, labels.requests)
-      requestDuration.unsafeUpdate(durationMillis / 1000, labels.duration)
-    }))
+): Effect.Effect<void> =>
+  Effect.map(templates.match(request.method, request.url), (route) => {
+    const method = request.method
+    const labels = labelsOf(METHODS.has(method) ? method : "other", route, status)
+    requests.unsafeUpdate(1, labels.requests)
+    requestDuration.unsafeUpdate(durationMillis / 1000, labels.duration)
+  })

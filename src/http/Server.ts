@@ -3,6 +3,7 @@ import * as HttpApiSwagger from "@effect/platform/HttpApiSwagger"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as Etag from "@effect/platform/Etag"
 import * as FileSystem from "@effect/platform/FileSystem"
+import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
 import * as HttpPlatform from "@effect/platform/HttpPlatform"
 import type * as HttpRouter from "@effect/platform/HttpRouter"
 import * as Path from "@effect/platform/Path"
@@ -23,14 +24,11 @@ import { MockMarket } from "../services/brokers/mock/MockMarket.js"
 import { Events } from "../services/events/Events.js"
 import { EventStreams } from "../services/events/EventStreams.js"
 import { Health } from "../services/Health.js"
-import { IdGenerator } from "../services/IdGenerator.js"
 import { IntentRepository } from "../services/intents/IntentRepository.js"
 import { Intents } from "../services/intents/Intents.js"
 import { Logins } from "../services/logins/Logins.js"
 import { Webhooks } from "../services/webhooks/Webhooks.js"
-import { AccessLog } from "./AccessLog.js"
 import * as Edge from "./Edge.js"
-import * as HttpMetrics from "./HttpMetrics.js"
 import { DashboardAuthLive, PublicUrl, SignupPolicy } from "./DashboardAuth.js"
 import * as DashboardAssets from "./DashboardAssets.js"
 import { DashboardHttpLive, DashboardLoginHttpLive } from "./DashboardHttp.js"
@@ -76,34 +74,28 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
 )
 
 /**
- * Serves the API as `HttpApiBuilder.serve(Edge.middleware)` does, with only what requests read from
- * their context: the edge middleware's services and the platform's. Requests run with the context
- * the server was started in, and every service provided to a request (its route, its principal)
- * copies that context: with the whole application's services in it (about 50), those copies were
- * a tenth of a lookup's CPU. The handlers keep what they took when their groups were built.
+ * Serves the API as `HttpApiBuilder.serve` does, behind the edge middleware, with only what requests
+ * read from their context: the platform's services, and the platform's body limit set to the
+ * edge's (`Edge.MAX_BODY_BYTES`) once for all requests. Requests run with the context the server
+ * was started in, and every service provided to a request (its route, its principal) copies that
+ * context: with the whole application's services in it (about 50), those copies were a tenth of a
+ * lookup's CPU. The handlers and the edge middleware keep what they took when they were built.
  */
-type RequestServices =
-  | HttpServer.HttpServer
-  | Scope.Scope
-  | HttpRouter.HttpRouter.DefaultServices
-  | IdGenerator
-  | HttpMetrics.RouteTemplates
+type RequestServices = HttpServer.HttpServer | Scope.Scope | HttpRouter.HttpRouter.DefaultServices
 
 const serve = Layer.scopedDiscard(
   Effect.gen(function*() {
     const app = yield* HttpApiBuilder.httpApp
-    yield* HttpServer.serveEffect(app, Edge.middleware).pipe(
+    const edge = yield* Edge.make
+    yield* HttpServer.serveEffect(app, edge).pipe(
       Effect.mapInputContext((context: Context.Context<RequestServices>) => Context.pick(
         HttpServer.HttpServer,
         Scope.Scope,
         HttpPlatform.HttpPlatform,
         Etag.Generator,
         FileSystem.FileSystem,
-        Path.Path,
-        IdGenerator,
-        AccessLog,
-        HttpMetrics.RouteTemplates
-      )(context))
+        Path.Path
+      )(context).pipe(Context.add(HttpIncomingMessage.MaxBodySize, Option.some(FileSystem.Size(Edge.MAX_BODY_BYTES)))))
     )
   })
 ).pipe(Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer]))
