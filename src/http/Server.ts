@@ -1,24 +1,21 @@
-import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import * as HttpApiSwagger from "@effect/platform/HttpApiSwagger"
-import * as HttpServer from "@effect/platform/HttpServer"
 import * as Etag from "@effect/platform/Etag"
 import * as FileSystem from "@effect/platform/FileSystem"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpApiSwagger from "@effect/platform/HttpApiSwagger"
 import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
 import * as HttpPlatform from "@effect/platform/HttpPlatform"
 import type * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServer from "@effect/platform/HttpServer"
 import * as Path from "@effect/platform/Path"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Scope from "effect/Scope"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
+import * as Scope from "effect/Scope"
 import { Api } from "../api/Api.js"
-import { AdminHttpLive } from "./AdminHttp.js"
-import * as ApiMiddleware from "./ApiMiddleware.js"
 import { DashboardAuth } from "../api/DashboardApi.js"
 import { AdminAuth, ApiKeyAuth } from "../api/Security.js"
-import { AdminAuthLive, ApiKeyAuthLive } from "./Auth.js"
 import { Operators } from "../services/accounts/Operators.js"
 import { MockMarket } from "../services/brokers/mock/MockMarket.js"
 import { Events } from "../services/events/Events.js"
@@ -28,21 +25,25 @@ import { IntentRepository } from "../services/intents/IntentRepository.js"
 import { Intents } from "../services/intents/Intents.js"
 import { Logins } from "../services/logins/Logins.js"
 import { Webhooks } from "../services/webhooks/Webhooks.js"
-import * as Edge from "./Edge.js"
+import { AdminHttpLive } from "./AdminHttp.js"
+import * as ApiMiddleware from "./ApiMiddleware.js"
+import { AdminAuthLive, ApiKeyAuthLive } from "./Auth.js"
 import { DashboardAuthLive, PublicUrl, SignupPolicy } from "./DashboardAuth.js"
 import * as DashboardAssets from "./DashboardAssets.js"
 import { DashboardHttpLive, DashboardLoginHttpLive } from "./DashboardHttp.js"
-import { HealthHttpLive } from "./HealthHttp.js"
+import * as Edge from "./Edge.js"
 import { EventsHttpLive } from "./EventsHttp.js"
+import { HealthHttpLive } from "./HealthHttp.js"
 import { IntentsHttpLive } from "./IntentsHttp.js"
 import * as MetricsHttp from "./MetricsHttp.js"
 import { TestHelpersHttpLive } from "./TestHelpersHttp.js"
 
 /**
- * `layer` built with only the services `tags` name in its context. `HttpApiBuilder` merges the
- * context a handler group was built in into every request the group serves, and every service
- * provided to the request after that copies the merged context again: a group built beside every
- * service of the application (about 50) made each request copy them all several times.
+ * `layer` built with only the services `pick` keeps of its environment (the compiler checks that
+ * every service it needs is kept). `HttpApiBuilder` merges the context a handler group was built in
+ * into every request the group serves, and every service provided to the request after that copies
+ * the merged context again: a group built beside every service of the application (about 50) made
+ * each request copy them all several times.
  */
 const builtWithOnly = <ROut, E, R>(
   layer: Layer.Layer<ROut, E, R>,
@@ -73,6 +74,9 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
   ])
 )
 
+/** What the server and its requests read from their context: the platform's services. */
+type RequestServices = HttpServer.HttpServer | Scope.Scope | HttpRouter.HttpRouter.DefaultServices
+
 /**
  * Serves the API as `HttpApiBuilder.serve` does, behind the edge middleware, with only what requests
  * read from their context: the platform's services, and the platform's body limit set to the
@@ -81,8 +85,6 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
  * context: with the whole application's services in it (about 50), those copies were a tenth of a
  * lookup's CPU. The handlers and the edge middleware keep what they took when they were built.
  */
-type RequestServices = HttpServer.HttpServer | Scope.Scope | HttpRouter.HttpRouter.DefaultServices
-
 const serve = Layer.scopedDiscard(
   Effect.gen(function*() {
     const app = yield* HttpApiBuilder.httpApp
