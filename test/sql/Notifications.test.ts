@@ -38,6 +38,23 @@ describe("supervised LISTEN", () => {
       expect(Exit.isFailure(exit)).toBe(true)
     }))
 
+  it.effect("fails with the connection's own failure, after passing on what came before it", () =>
+    Effect.gen(function*() {
+      const lost = new SqlError({ message: "connection terminated" })
+      const broken = supervised(
+        () => Stream.concat(Stream.make("submit", PROBE, "cancel"), Stream.fail(lost)),
+        () => Effect.void,
+        probing
+      )
+      const received = yield* Ref.make<ReadonlyArray<string>>([])
+      const exit = yield* broken("jobs").pipe(
+        Stream.runForEach((payload) => Ref.update(received, (all) => [...all, payload])),
+        Effect.exit
+      )
+      expect(exit).toEqual(Exit.fail(lost))
+      expect(yield* Ref.get(received)).toEqual(["submit", "cancel"])
+    }))
+
   it.effect("keeps listening while probes come back; passes payloads on, probes not", () =>
     Effect.gen(function*() {
       const hub = yield* PubSub.unbounded<{ readonly channel: string; readonly payload: string }>()
