@@ -39,8 +39,9 @@ import * as MetricsHttp from "./MetricsHttp.js"
 import { TestHelpersHttpLive } from "./TestHelpersHttp.js"
 
 /**
- * `layer` built with only the services `pick` keeps of its environment (the compiler checks that
- * every service it needs is kept). `HttpApiBuilder` merges the context a handler group was built in
+ * `layer` built with only the services `pick` keeps of its environment. The compiler checks that
+ * every service it needs is kept, but not a `Context.Reference` it reads (`PublicUrl`,
+ * `SignupPolicy`): one left out is read as its default. `HttpApiBuilder` merges the context a handler group was built in
  * into every request the group serves, and every service provided to the request after that copies
  * the merged context again: a group built beside every service of the application (about 50) made
  * each request copy them all several times.

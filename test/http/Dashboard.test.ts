@@ -2,6 +2,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { describe, expect, layer } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Browser from "../support/Browser.js"
@@ -393,5 +394,22 @@ layer(closed, { timeout: 60_000, excludeTestServices: true })("dashboard with si
       const email = Browser.email("invited")
       expect((yield* admin("POST", `/users/${user.id}/login`, { email, password: PASSWORD })).status).toBe(201)
       expect((yield* Browser.make().call("POST", "login", { json: { email, password: PASSWORD } })).status).toBe(200)
+    }))
+})
+
+const behindHttps = TestServer.layerWith(
+  Database.migrated(Database.pglite(undefined)),
+  { publicUrl: Option.some(new URL("https://router.example.com")) }
+).pipe(Layer.orDie)
+
+layer(behindHttps, { timeout: 60_000, excludeTestServices: true })("dashboard behind an https PUBLIC_URL", (it) => {
+  it.effect("signs up with a session cookie that is Secure", () =>
+    Effect.gen(function*() {
+      const reply = yield* Browser.make().call("POST", "signup", {
+        json: { email: Browser.email("secure"), name: "Ada", password: PASSWORD }
+      })
+      expect(reply.status).toBe(201)
+      const cookie = reply.setCookies.find((c) => c.name === "tir_session")
+      expect(cookie?.options).toMatchObject({ secure: true, httpOnly: true, path: "/dashboard" })
     }))
 })
