@@ -9,7 +9,7 @@ import { type CreateIntentPayload, IntentNotFound, type TradeIntent, validateOrd
 import { monthlyPeriod } from "../../domain/Limits.js"
 import { isFinal } from "../../domain/Routing.js"
 import { AccountRepository } from "../accounts/AccountRepository.js"
-import { eventId, IdGenerator } from "../IdGenerator.js"
+import { eventIdFrom, IdGenerator } from "../IdGenerator.js"
 import { type IntentQuery, type IntentRef, IntentRepository } from "./IntentRepository.js"
 import * as Tracing from "../../Tracing.js"
 
@@ -49,7 +49,7 @@ export class Intents extends Effect.Service<Intents>()("Intents", {
         mode: creator.mode,
         intent_id: payload.intent_id,
         broker_id: BrokerId.make(broker.id)
-      }, { now, quota, brokerKind: broker.kind, eventId: yield* eventId.pipe(Effect.provideService(IdGenerator, ids)) })
+      }, { now, quota, brokerKind: broker.kind, eventId: yield* eventIdFrom(ids) })
     }, Tracing.span("Intents.create"))
 
     const found = <A, E>(lookup: Effect.Effect<Option.Option<A>, E>) =>
@@ -60,7 +60,7 @@ export class Intents extends Effect.Service<Intents>()("Intents", {
       const now = yield* DateTime.now
       const outcome = yield* repository.requestCancel(owner, id, {
         now,
-        eventId: yield* eventId.pipe(Effect.provideService(IdGenerator, ids))
+        eventId: yield* eventIdFrom(ids)
       })
       const current = found(repository.findById(owner, id))
       if (outcome === "canceled") return yield* current

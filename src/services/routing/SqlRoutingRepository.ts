@@ -24,7 +24,7 @@ import {
   type Transition
 } from "../../domain/Routing.js"
 import type { BrokerOrder } from "../brokers/BrokerGateway.js"
-import { eventId, IdGenerator } from "../IdGenerator.js"
+import { eventIdFrom, IdGenerator } from "../IdGenerator.js"
 import { ROUTING_CHANNEL } from "../../sql/Channels.js"
 import * as Batched from "../../sql/Batched.js"
 import { orDie } from "../../sql/Defects.js"
@@ -112,7 +112,7 @@ const claimOf = (job: Job): typeof JobClaim.Type => ({
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const ids = yield* IdGenerator
-  const newEventId = eventId.pipe(Effect.provideService(IdGenerator, ids))
+  const newEventId = eventIdFrom(ids)
   const lease = (duration: Duration.Duration) =>
     Effect.map(DateTime.now, (at) => ({ at, until: DateTime.addDuration(at, duration) }))
 
