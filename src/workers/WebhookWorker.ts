@@ -178,12 +178,18 @@ export const make = (options: WebhookOptions) =>
     const logOutcome = (result: AttemptResult) => {
       const fields = { status_code: result.statusCode, duration_ms: result.durationMs }
       switch (result.next._tag) {
+        // The `info` lines are built only when `info` is logged.
         case "succeeded":
-          return Effect.logInfo("webhook delivered").pipe(Effect.annotateLogs(fields))
-        case "retry":
-          return Effect.logInfo("webhook delivery failed; will retry").pipe(
-            Effect.annotateLogs({ ...fields, error: result.error, retry_at: DateTime.formatIso(result.next.at) })
+          return Effect.whenLogLevel(Effect.logInfo("webhook delivered").pipe(Effect.annotateLogs(fields)), "Info")
+        case "retry": {
+          const at = result.next.at
+          return Effect.whenLogLevel(
+            Effect.logInfo("webhook delivery failed; will retry").pipe(
+              Effect.annotateLogs({ ...fields, error: result.error, retry_at: DateTime.formatIso(at) })
+            ),
+            "Info"
           )
+        }
         case "failed":
           return Effect.logWarning("webhook delivery failed; no retries left").pipe(
             Effect.annotateLogs({ ...fields, error: result.error })
