@@ -92,13 +92,9 @@ export class Intents extends Effect.Service<Intents>()("Intents", {
         return yield* repository.list(owner, query)
       }, Tracing.span("Intents.list")),
       /** The intent's JSON as the API writes it, for a lookup's answer: no decoding and encoding again. */
-      getJson: Effect.fnUntraced(function*(owner: Owner, ref: IntentRef) {
-        return yield* found(repository.findJson(owner, ref))
-      }, Tracing.span("Intents.getJson")),
+      getJson: (owner: Owner, ref: IntentRef) => found(repository.findJson(owner, ref)).pipe(Tracing.span("Intents.getJson")),
       /** `list`'s page as the API writes it (`items` a JSON array), for a listing's answer. */
-      listJson: Effect.fnUntraced(function*(owner: Owner, query: IntentQuery) {
-        return yield* repository.listJson(owner, query)
-      }, Tracing.span("Intents.listJson"))
+      listJson: (owner: Owner, query: IntentQuery) => repository.listJson(owner, query).pipe(Tracing.span("Intents.listJson"))
     } as const
   })
 }) {}

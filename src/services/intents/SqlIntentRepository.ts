@@ -480,14 +480,17 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
       Tracing.span("IntentRepository.requestCancel")
     ),
 
-    findJson: Effect.fnUntraced(function*(owner: Owner, ref: IntentRef) {
-      const request = "id" in ref ? { ...owned(owner), id: ref.id } : { ...owned(owner), intent_id: ref.intentId }
-      return Option.map(yield* selectIntentJson(request), (row) => row.intent)
-    }, orDie, Tracing.span("IntentRepository.findJson")),
+    // The lookups' and pages' statements, piped rather than in generators: a step of the runtime
+    // fewer per request on the hottest paths.
+    findJson: (owner: Owner, ref: IntentRef) =>
+      selectIntentJson("id" in ref ? { ...owned(owner), id: ref.id } : { ...owned(owner), intent_id: ref.intentId }).pipe(
+        Effect.map(Option.map((row) => row.intent)),
+        orDie,
+        Tracing.span("IntentRepository.findJson")
+      ),
 
-    listJson: Effect.fnUntraced(function*(owner: Owner, query: IntentQuery) {
-      return yield* selectPageJson(listRequest(owner, query))
-    }, orDie, Tracing.span("IntentRepository.listJson")),
+    listJson: (owner: Owner, query: IntentQuery) =>
+      selectPageJson(listRequest(owner, query)).pipe(orDie, Tracing.span("IntentRepository.listJson")),
 
     list: Effect.fnUntraced(function*(owner: Owner, query: IntentQuery) {
       const { items, total } = yield* selectPageJson(listRequest(owner, query))
