@@ -50,15 +50,17 @@ export interface JobLoopOptions<Job> {
   /**
    * Runs the jobs that start together (handed over together, or claimed by one claim) as one
    * (routing submits them to the broker and records them in one go) instead of each with
-   * `process`. Each job passes through `each` once, with what is left to do of it alone (nothing,
-   * for a job already ended): `each` gives that work the handling `process` gets (a failure logged
-   * and the job handed back for a retry, an interruption handing it back) and frees the job's
-   * slot when it ends. Should the whole fail or be interrupted, the jobs not yet passed to `each`
-   * are handed back the same way.
+   * `process`. Each job passes once through `each`, with what is left to do of it alone, or
+   * through `ended`, when nothing is left of it. `each` gives that work the handling `process` gets
+   * (a failure logged and the job handed back for a retry, an interruption handing it back) and
+   * frees the job's slot when it ends; `ended` frees the slots of jobs already ended, many at
+   * once, with nothing to handle. Should the whole fail or be interrupted, the jobs not yet passed
+   * to either are handed back the same way.
    */
   readonly processTogether?: ((
     jobs: ReadonlyArray<Job>,
-    each: (job: Job, work: Effect.Effect<void>) => Effect.Effect<void>
+    each: (job: Job, work: Effect.Effect<void>) => Effect.Effect<void>,
+    ended: (jobs: ReadonlyArray<Job>) => Effect.Effect<void>
   ) => Effect.Effect<void>) | undefined
 }
 
@@ -115,7 +117,7 @@ export const run = <Job>(options: JobLoopOptions<Job>) =>
     /** Jobs run together: those still held when the whole fails or is interrupted are handed back. */
     const runTogether = (jobs: ReadonlyArray<Job>, together: NonNullable<JobLoopOptions<Job>["processTogether"]>) => {
       const held = () => jobs.filter((job) => claimed.has(job))
-      return together(jobs, each).pipe(
+      return together(jobs, each, ended).pipe(
         Effect.catchAllCause(retryOnFailure(held)),
         Effect.onInterrupt(() => releaseAll(held(), Duration.zero)),
         Effect.ensuring(ended(jobs))

@@ -231,7 +231,11 @@ export const make = (options: RoutingOptions) =>
      * that gave no usable answer, every other kind of job) carries on alone, as `process` would take it
      * from there.
      */
-    const processTogether = (jobs: ReadonlyArray<Job>, each: (job: Job, work: Effect.Effect<void>) => Effect.Effect<void>) =>
+    const processTogether = (
+      jobs: ReadonlyArray<Job>,
+      each: (job: Job, work: Effect.Effect<void>) => Effect.Effect<void>,
+      ended: (jobs: ReadonlyArray<Job>) => Effect.Effect<void>
+    ) =>
       Effect.gen(function*() {
         const alone: Array<readonly [Job, Effect.Effect<void>]> = []
         const fresh: Array<{ readonly job: Job; readonly context: RoutingContext }> = []
@@ -259,10 +263,13 @@ export const make = (options: RoutingOptions) =>
           settled.map(({ context, job, order }) => ({ intentId: context.intentId, order, done: job }))
         )
         // A recorded job has ended with its recording: nothing is left of it, its slot is free.
-        yield* Effect.forEach(settled, ({ job }, i) => {
+        const finished: Array<Job> = []
+        settled.forEach(({ job }, i) => {
           const exit = records[i] ?? Exit.die(new Error("a recording went unanswered"))
-          return Exit.isSuccess(exit) ? each(job, Effect.void) : Effect.sync(() => alone.push([job, exit]))
-        }, { discard: true })
+          if (Exit.isSuccess(exit)) finished.push(job)
+          else alone.push([job, exit])
+        })
+        yield* ended(finished)
         const [first, ...others] = alone
         if (first === undefined) return
         if (others.length === 0) return yield* each(...first)

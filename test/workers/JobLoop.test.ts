@@ -149,6 +149,35 @@ describe("the job loop running the jobs that start together as one", () => {
       expect(h.started).toEqual([])
     }))
 
+  it.live("frees at once the slots of the jobs a group passes to `ended`, and never hands those back", () =>
+    Effect.gen(function*() {
+      const h = yield* harness
+      const gate = yield* Deferred.make<void>()
+      const groups: Array<ReadonlyArray<number>> = []
+      yield* Effect.scoped(Effect.gen(function*() {
+        yield* h.run({
+          concurrency: 2,
+          process: () => Effect.void,
+          processTogether: (jobs, _each, ended) =>
+            Effect.zipRight(
+              Effect.sync(() => void groups.push(jobs)),
+              jobs.includes(1)
+                ? Effect.zipRight(ended(jobs), Effect.zipRight(Deferred.await(gate), Effect.dieMessage("the group broke")))
+                : ended(jobs)
+            )
+        })
+        yield* h.hand([1, 2])
+        yield* h.until(() => groups.length === 1)
+        yield* h.hand([3, 4])
+        // Both slots were freed by `ended` while the first group still runs: the next two start.
+        yield* h.until(() => groups.length === 2)
+        yield* Deferred.succeed(gate, undefined)
+        yield* Effect.sleep("50 millis")
+      }))
+      expect(groups).toEqual([[1, 2], [3, 4]])
+      expect(h.released).toEqual([]) // the group failed after its jobs had ended
+    }))
+
   it.live("hands back the jobs of a group that fails, but not those it ended", () =>
     Effect.gen(function*() {
       const h = yield* harness
