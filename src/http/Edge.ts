@@ -1,7 +1,6 @@
 import * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberRef from "effect/FiberRef"
@@ -49,7 +48,9 @@ export const make = Effect.gen(function*() {
     Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
       const requestId = `req_${(yield* ids.uuid).replaceAll("-", "")}`
-      const started = yield* Clock.currentTimeMillis
+      // The clock taken once: both readings are plain calls, not steps of the runtime.
+      const clock = yield* Effect.clock
+      const started = clock.unsafeCurrentTimeMillis()
       // Set, not scoped with `Effect.locally`: the request's fiber ends with it.
       yield* FiberRef.set(CurrentRequestId, requestId)
       const refused = refusal(request)
@@ -62,21 +63,14 @@ export const make = Effect.gen(function*() {
           app
         )
       return yield* served.pipe(
-        Effect.onExit((exit) =>
-          Effect.flatMap(Clock.currentTimeMillis, (now) => {
-            const status = Exit.isSuccess(exit) ? exit.value.status : 500
-            return Effect.zipRight(
-              record(request, status, now - started),
-              accessLog.log({
-                method: request.method,
-                path: request.url.split("?")[0] ?? "",
-                status,
-                durationMs: now - started,
-                requestId
-              })
-            )
-          })
-        )
+        Effect.onExit((exit) => {
+          const durationMs = clock.unsafeCurrentTimeMillis() - started
+          const status = Exit.isSuccess(exit) ? exit.value.status : 500
+          return Effect.zipRight(
+            record(request, status, durationMs),
+            accessLog.log({ method: request.method, path: request.url.split("?")[0] ?? "", status, durationMs, requestId })
+          )
+        })
       )
     })
 })
