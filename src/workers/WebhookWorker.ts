@@ -181,15 +181,13 @@ export const make = (options: WebhookOptions) =>
         // The `info` lines are built only when `info` is logged.
         case "succeeded":
           return Effect.whenLogLevel(Effect.logInfo("webhook delivered").pipe(Effect.annotateLogs(fields)), "Info")
-        case "retry": {
-          const at = result.next.at
+        case "retry":
           return Effect.whenLogLevel(
             Effect.logInfo("webhook delivery failed; will retry").pipe(
-              Effect.annotateLogs({ ...fields, error: result.error, retry_at: DateTime.formatIso(at) })
+              Effect.annotateLogs({ ...fields, error: result.error, retry_at: DateTime.formatIso(result.next.at) })
             ),
             "Info"
           )
-        }
         case "failed":
           return Effect.logWarning("webhook delivery failed; no retries left").pipe(
             Effect.annotateLogs({ ...fields, error: result.error })

@@ -480,8 +480,8 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
       Tracing.span("IntentRepository.requestCancel")
     ),
 
-    // The lookups' and pages' statements, piped rather than in generators: a step of the runtime
-    // fewer per request on the hottest paths.
+    // The lookups' and pages' statements, piped rather than in generators: fewer steps of the
+    // runtime per request on the hottest paths.
     findJson: (owner: Owner, ref: IntentRef) =>
       selectIntentJson("id" in ref ? { ...owned(owner), id: ref.id } : { ...owned(owner), intent_id: ref.intentId }).pipe(
         Effect.map(Option.map((row) => row.intent)),
