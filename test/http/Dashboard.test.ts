@@ -11,6 +11,7 @@ import { bodyOf, send, WithId } from "../support/TestServer.js"
 import * as TestServer from "../support/TestServer.js"
 import { servers } from "./Backends.js"
 import * as Database from "../../src/sql/Database.js"
+import type * as Server from "../../src/http/Server.js"
 
 const Items = Schema.Struct({ items: Schema.Array(Schema.Struct({ id: Schema.String })) })
 const Key = Schema.Struct({ id: Schema.String, key: Schema.String })
@@ -377,10 +378,11 @@ for (const [name, server] of servers) {
   })
 }
 
-const closed = TestServer.layerWith(
-  Database.migrated(Database.pglite(undefined)),
-  { signup: "closed" }
-).pipe(Layer.orDie)
+/** A server on a fresh in-memory PGlite with the given HTTP options. */
+const serverWith = (options: Partial<Server.Options>) =>
+  TestServer.layerWith(Database.migrated(Database.pglite(undefined)), options).pipe(Layer.orDie)
+
+const closed = serverWith({ signup: "closed" })
 
 layer(closed, { timeout: 60_000, excludeTestServices: true })("dashboard with sign-up closed", (it) => {
   it.effect("refuses sign-ups; logins the operator made still work", () =>
@@ -397,10 +399,7 @@ layer(closed, { timeout: 60_000, excludeTestServices: true })("dashboard with si
     }))
 })
 
-const behindHttps = TestServer.layerWith(
-  Database.migrated(Database.pglite(undefined)),
-  { publicUrl: Option.some(new URL("https://router.example.com")) }
-).pipe(Layer.orDie)
+const behindHttps = serverWith({ publicUrl: Option.some(new URL("https://router.example.com")) })
 
 layer(behindHttps, { timeout: 60_000, excludeTestServices: true })("dashboard behind an https PUBLIC_URL", (it) => {
   it.effect("signs up with a session cookie that is Secure", () =>
