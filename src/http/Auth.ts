@@ -1,6 +1,4 @@
-import * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as FiberSet from "effect/FiberSet"
@@ -18,25 +16,22 @@ import { ApiKeyCache } from "../services/accounts/ApiKeyCache.js"
 import { hashApiKey } from "../domain/ApiKeyFormat.js"
 import { RateLimiter } from "../services/RateLimiter.js"
 import * as AuthFailures from "./AuthFailures.js"
+import * as ResponseHeaders from "./ResponseHeaders.js"
 
 /** `Bearer <token>`, read from the raw header: the security decoder accepts any prefix. */
 const bearerToken = (request: HttpServerRequest.HttpServerRequest): string | undefined =>
   /^Bearer +(\S+) *$/i.exec(request.headers["authorization"] ?? "")?.[1]
 
+/** On every answer to an authenticated request, whatever it is. */
 const rateLimitHeaders = (decision: RateDecision) =>
-  HttpApp.appendPreResponseHandler((_, response) =>
-    Effect.succeed(HttpServerResponse.setHeaders(response, {
-      "x-ratelimit-limit": String(decision.limit),
-      "x-ratelimit-remaining": String(decision.remaining),
-      "x-ratelimit-reset": String(decision.reset),
-      ...(decision.allowed ? {} : { "retry-after": String(decision.retryAfter) })
-    }))
-  )
+  ResponseHeaders.add({
+    "x-ratelimit-limit": String(decision.limit),
+    "x-ratelimit-remaining": String(decision.remaining),
+    "x-ratelimit-reset": String(decision.reset),
+    ...(decision.allowed ? {} : { "retry-after": String(decision.retryAfter) })
+  })
 
-const retryAfterHeader = (seconds: number) =>
-  HttpApp.appendPreResponseHandler((_, response) =>
-    Effect.succeed(HttpServerResponse.setHeader(response, "retry-after", String(seconds)))
-  )
+const retryAfterHeader = (seconds: number) => ResponseHeaders.add({ "retry-after": String(seconds) })
 
 /** `last_used_at` is written at most once a minute per key, off the request's path. */
 const LAST_USED_EVERY_MS = 60_000

@@ -1,4 +1,4 @@
-import * as HttpApp from "@effect/platform/HttpApp"
+import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
@@ -10,6 +10,7 @@ import { IdGenerator } from "../services/IdGenerator.js"
 import { AccessLog } from "./AccessLog.js"
 import { errorResponse } from "./ErrorResponse.js"
 import * as HttpMetrics from "./HttpMetrics.js"
+import * as ResponseHeaders from "./ResponseHeaders.js"
 
 /**
  * Request bodies larger than this are refused with 413: before anything reads them when
@@ -56,12 +57,7 @@ export const make = Effect.gen(function*() {
       const refused = refusal(request)
       const served = refused !== undefined
         ? Effect.map(errorResponse(refused), HttpServerResponse.setHeader("x-request-id", requestId))
-        : Effect.zipRight(
-          HttpApp.appendPreResponseHandler((_, response) =>
-            Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", requestId))
-          ),
-          app
-        )
+        : Effect.zipRight(ResponseHeaders.writeAll({ "x-request-id": requestId }), app)
       return yield* served.pipe(
         Effect.onExit((exit) => {
           const durationMs = clock.unsafeCurrentTimeMillis() - started
