@@ -3,6 +3,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Metric from "effect/Metric"
 import * as MetricBoundaries from "effect/MetricBoundaries"
+import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
@@ -66,10 +67,11 @@ export const makeMany = <I, A, E, F = never>(
       ? Queue.unbounded<Entry<I, A, E | F>>()
       : Queue.dropping<Entry<I, A, E | F>>(full.capacity))
     const permits = yield* Effect.makeSemaphore(options.concurrency)
-    const measured = batchSize.pipe(Metric.tagged("batch", options.name))
+    // Its series found by this labels array, made once (a tagged metric makes a key on every update).
+    const series = [MetricLabel.make("batch", options.name)]
 
     const serve = (entries: ReadonlyArray<Entry<I, A, E | F>>) =>
-      Metric.update(measured, entries.length).pipe(
+      Effect.sync(() => batchSize.unsafeUpdate(entries.length, series)).pipe(
         Effect.zipRight(run(entries.map((entry) => entry.input))),
         Effect.flatMap((exits) =>
           Effect.sync(() =>
