@@ -164,6 +164,9 @@ for (const [name, server] of servers) {
           expectError(again, 409, "duplicate_intent_id", "Trade Intent with this intent_id already exists")
           const id = bodyOf(WithId, first).id
           expect(again.headers["location"]).toBe(`/api/v1/intents/${id}`)
+          // The key's limit reaches an error answer too, beside the handler's Location header.
+          expect(again.headers["x-ratelimit-limit"]).toBe("60")
+          expect(again.headers["x-ratelimit-remaining"]).toBe("58")
           const located = yield* send("GET", again.headers["location"]!, { key: testKey })
           expect(located.body).toMatchObject({ id, quantity: 10 })
         }))
