@@ -1,11 +1,11 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import * as HttpApp from "@effect/platform/HttpApp"
 import { RouteNotFound } from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import { readdirSync, readFileSync } from "node:fs"
 import * as Path from "node:path"
+import * as ResponseHeaders from "./ResponseHeaders.js"
 
 /** The dashboard runs only its own code, styles and images, and talks only to this origin. */
 export const CONTENT_SECURITY_POLICY = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
@@ -95,9 +95,7 @@ export const layer = (assetsDir: string) =>
         )),
         Effect.orElseSucceed(() => new Map<string, Asset>())
       )
-      const withSecurityHeaders = HttpApp.appendPreResponseHandler((_, response) =>
-        Effect.succeed(HttpServerResponse.setHeaders(response, securityHeaders))
-      )
+      const withSecurityHeaders = ResponseHeaders.add(securityHeaders)
 
       // One handler for both routes: the router takes `/dashboard/` for `/dashboard` too.
       const serve = Effect.gen(function*() {

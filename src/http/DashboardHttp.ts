@@ -1,5 +1,4 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as DateTime from "effect/DateTime"
@@ -24,6 +23,7 @@ import { Logins, type OpenedSession } from "../services/logins/Logins.js"
 import { Webhooks } from "../services/webhooks/Webhooks.js"
 import { cookies, PublicUrl, requireSameOrigin, SignupPolicy } from "./DashboardAuth.js"
 import { intentPage, jsonText } from "./IntentsHttp.js"
+import * as ResponseHeaders from "./ResponseHeaders.js"
 
 const toSession = (opened: OpenedSession) =>
   new Session({ user: opened.user, email: opened.email, csrf_token: opened.csrfToken })
@@ -32,10 +32,7 @@ const ownerOf = (account: Account, mode: Mode): Owner => ({ userId: account.user
 
 const endpointView = ({ user_id: _, ...endpoint }: WebhookEndpoint) => new WebhookEndpointView(endpoint)
 
-const retryAfter = (seconds: number) =>
-  HttpApp.appendPreResponseHandler((_, response) =>
-    Effect.succeed(HttpServerResponse.setHeader(response, "retry-after", String(seconds)))
-  )
+const retryAfter = (seconds: number) => ResponseHeaders.add({ "retry-after": String(seconds) })
 
 /** How many recent intents the overview shows. */
 const RECENT_INTENTS = 5

@@ -1,5 +1,4 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import { Api } from "../api/Api.js"
@@ -8,16 +7,14 @@ import { CurrentPrincipal } from "../api/Security.js"
 import type { Owner } from "../domain/Ids.js"
 import type { DuplicateIntent } from "../domain/Intent.js"
 import { Intents } from "../services/intents/Intents.js"
-
-const setHeader = (name: string, value: string) =>
-  HttpApp.appendPreResponseHandler((_, response) => Effect.succeed(HttpServerResponse.setHeader(response, name, value)))
+import * as ResponseHeaders from "./ResponseHeaders.js"
 
 /** A 409 points at the intent that already holds the intent_id; a 503 says when to retry. */
 const creationHeaders = (error: { readonly _tag: string } | DuplicateIntent) =>
   "existing" in error && error._tag === "DuplicateIntent" && error.existing !== undefined
-    ? setHeader("location", `/api/v1/intents/${error.existing}`)
+    ? ResponseHeaders.add({ location: `/api/v1/intents/${error.existing}` })
     : error._tag === "Unavailable"
-    ? setHeader("retry-after", "1")
+    ? ResponseHeaders.add({ "retry-after": "1" })
     : Effect.void
 
 /** A JSON body the database already wrote in the API's format, sent as it is. */
