@@ -10,7 +10,6 @@ import { IdGenerator } from "../services/IdGenerator.js"
 import { AccessLog } from "./AccessLog.js"
 import { errorResponse } from "./ErrorResponse.js"
 import * as HttpMetrics from "./HttpMetrics.js"
-import * as ResponseHeaders from "./ResponseHeaders.js"
 
 /**
  * Request bodies larger than this are refused with 413: before anything reads them when
@@ -55,9 +54,11 @@ export const make = Effect.gen(function*() {
       // Set, not scoped with `Effect.locally`: the request's fiber ends with it.
       yield* FiberRef.set(CurrentRequestId, requestId)
       const refused = refusal(request)
+      // The app's answers get `X-Request-Id` from the server's pre-response handler
+      // (`ResponseHeaders.writtenOnEveryAnswer`); an answer the edge makes itself is sent as it is.
       const served = refused !== undefined
         ? Effect.map(errorResponse(refused), HttpServerResponse.setHeader("x-request-id", requestId))
-        : Effect.zipRight(ResponseHeaders.writeAll({ "x-request-id": requestId }), app)
+        : app
       return yield* served.pipe(
         Effect.onExit((exit) => {
           const durationMs = clock.unsafeCurrentTimeMillis() - started

@@ -36,6 +36,7 @@ import { EventsHttpLive } from "./EventsHttp.js"
 import { HealthHttpLive } from "./HealthHttp.js"
 import { IntentsHttpLive } from "./IntentsHttp.js"
 import * as MetricsHttp from "./MetricsHttp.js"
+import * as ResponseHeaders from "./ResponseHeaders.js"
 import { TestHelpersHttpLive } from "./TestHelpersHttp.js"
 
 /**
@@ -91,6 +92,7 @@ const serve = Layer.scopedDiscard(
     const app = yield* HttpApiBuilder.httpApp
     const edge = yield* Edge.make
     yield* HttpServer.serveEffect(app, edge).pipe(
+      ResponseHeaders.writtenOnEveryAnswer,
       Effect.mapInputContext((context: Context.Context<RequestServices>) => Context.pick(
         HttpServer.HttpServer,
         Scope.Scope,
