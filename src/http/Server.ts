@@ -86,6 +86,8 @@ type RequestServices = HttpServer.HttpServer | Scope.Scope | HttpRouter.HttpRout
  * was started in, and every service provided to a request (its route, its principal) copies that
  * context: with the whole application's services in it (about 50), those copies were a tenth of a
  * lookup's CPU. The handlers and the edge middleware keep what they took when they were built.
+ * Every answer gets the request's id and the headers its handling added
+ * (`ResponseHeaders.writtenOnEveryAnswer`).
  */
 const serve = Layer.scopedDiscard(
   Effect.gen(function*() {
