@@ -55,7 +55,8 @@ export const make = Effect.gen(function*() {
       yield* FiberRef.set(CurrentRequestId, requestId)
       const refused = refusal(request)
       // The app's answers get `X-Request-Id` from the server's pre-response handler
-      // (`ResponseHeaders.writtenOnEveryAnswer`); an answer the edge makes itself is sent as it is.
+      // (`ResponseHeaders.writtenOnEveryAnswer`); an answer the edge makes itself skips that
+      // handler, so it carries its own.
       const served = refused !== undefined
         ? Effect.map(errorResponse(refused), HttpServerResponse.setHeader("x-request-id", requestId))
         : app
