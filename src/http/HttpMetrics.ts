@@ -6,7 +6,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as MetricBoundaries from "effect/MetricBoundaries"
-import * as MetricLabel from "effect/MetricLabel"
+import * as MetricSeries from "../MetricSeries.js"
 
 /** The `route` label of a request no route takes. */
 export const UNMATCHED = "unmatched"
@@ -121,27 +121,6 @@ export const makeMatcher = (
 
 const METHODS: ReadonlySet<string> = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
 
-interface SeriesLabels {
-  readonly requests: ReadonlyArray<MetricLabel.MetricLabel>
-  readonly duration: ReadonlyArray<MetricLabel.MetricLabel>
-}
-
-// Each combination's labels are made once: a metric finds its series by the labels array itself,
-// so a request after the first costs two lookups and no allocation of keys. The combinations are
-// bounded (methods, templates, statuses).
-const seriesLabels = new Map<string, SeriesLabels>()
-
-const labelsOf = (method: string, route: string, status: number): SeriesLabels => {
-  const key = `${method} ${status} ${route}`
-  let labels = seriesLabels.get(key)
-  if (labels === undefined) {
-    const duration = [MetricLabel.make("method", method), MetricLabel.make("route", route)]
-    labels = { duration, requests: [...duration, MetricLabel.make("status", String(status))] }
-    seriesLabels.set(key, labels)
-  }
-  return labels
-}
-
 /** Counts and times one answered request under its route template; `method` outside the usual ones as `other`. */
 export const recordWith = (templates: Context.Tag.Service<RouteTemplates>) =>
 (
@@ -151,7 +130,7 @@ export const recordWith = (templates: Context.Tag.Service<RouteTemplates>) =>
 ): Effect.Effect<void> =>
   Effect.map(templates.match(request.method, request.url), (route) => {
     const method = request.method
-    const labels = labelsOf(METHODS.has(method) ? method : "other", route, status)
-    requests.unsafeUpdate(1, labels.requests)
-    requestDuration.unsafeUpdate(durationMillis / 1000, labels.duration)
+    const known = METHODS.has(method) ? method : "other"
+    requests.unsafeUpdate(1, MetricSeries.labels(["method", known], ["route", route], ["status", String(status)]))
+    requestDuration.unsafeUpdate(durationMillis / 1000, MetricSeries.labels(["method", known], ["route", route]))
   })

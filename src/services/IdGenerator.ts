@@ -55,11 +55,8 @@ export class IdGenerator extends Context.Tag("IdGenerator")<IdGenerator, {
 }
 
 /**
- * `evt_` and 32 hex characters: an event's id, sent to webhooks as `sr-event-id`, from a generator
- * already in hand (cheaper on a hot path than providing it to `eventId`: no context to copy).
+ * `evt_` and 32 hex characters: an event's id, sent to webhooks as `sr-event-id`, from the
+ * generator in hand (not from context: providing the generator copies the fiber's context).
  */
 export const eventIdFrom = (ids: Context.Tag.Service<IdGenerator>): Effect.Effect<string> =>
   Effect.map(ids.hex(16), (hex) => `evt_${hex}`)
-
-/** {@link eventIdFrom} with the generator in context. */
-export const eventId = Effect.flatMap(IdGenerator, eventIdFrom)

@@ -3,10 +3,10 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Metric from "effect/Metric"
 import * as MetricBoundaries from "effect/MetricBoundaries"
-import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
+import * as MetricSeries from "../MetricSeries.js"
 
 /** How many calls each batch served, by what it batches. */
 export const batchSize = Metric.histogram(
@@ -67,8 +67,7 @@ export const makeMany = <I, A, E, F = never>(
       ? Queue.unbounded<Entry<I, A, E | F>>()
       : Queue.dropping<Entry<I, A, E | F>>(full.capacity))
     const permits = yield* Effect.makeSemaphore(options.concurrency)
-    // Its series found by this labels array, made once (a tagged metric makes a key on every update).
-    const series = [MetricLabel.make("batch", options.name)]
+    const series = MetricSeries.labels(["batch", options.name])
 
     const serve = (entries: ReadonlyArray<Entry<I, A, E | F>>) =>
       Effect.sync(() => batchSize.unsafeUpdate(entries.length, series)).pipe(

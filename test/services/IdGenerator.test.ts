@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { eventId, IdGenerator } from "../../src/services/IdGenerator.js"
+import { eventIdFrom, IdGenerator } from "../../src/services/IdGenerator.js"
 
 describe("IdGenerator", () => {
   it.effect("ids drawn across many blocks of the random pool are well formed and never repeat", () =>
@@ -9,7 +9,7 @@ describe("IdGenerator", () => {
       // 2,000 × 16 bytes and 2,000 × (2 × 24) bytes: many 4 KiB blocks, with draws across their ends.
       const hex = yield* Effect.replicateEffect(ids.hex(16), 2_000)
       const base62 = yield* Effect.replicateEffect(ids.base62(24), 2_000)
-      const events = yield* Effect.replicateEffect(eventId, 100)
+      const events = yield* Effect.replicateEffect(eventIdFrom(ids), 100)
       for (const id of hex) expect(id).toMatch(/^[0-9a-f]{32}$/)
       for (const id of base62) expect(id).toMatch(/^[0-9A-Za-z]{24}$/)
       for (const id of events) expect(id).toMatch(/^evt_[0-9a-f]{32}$/)

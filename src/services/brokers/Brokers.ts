@@ -5,7 +5,6 @@ import * as Exit from "effect/Exit"
 import { identity } from "effect/Function"
 import * as Metric from "effect/Metric"
 import * as MetricBoundaries from "effect/MetricBoundaries"
-import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import type { BrokerKind } from "../../domain/Account.js"
 import { BrokerRejected } from "../../domain/Broker.js"
@@ -13,6 +12,7 @@ import * as AlpacaBroker from "./alpaca/AlpacaBroker.js"
 import type { AlpacaOptions } from "./alpaca/AlpacaConfig.js"
 import type { BrokerError, BrokerGateway, BrokerOrder } from "./BrokerGateway.js"
 import * as MockBroker from "./mock/MockBroker.js"
+import * as MetricSeries from "../../MetricSeries.js"
 
 export interface BrokersOptions {
   readonly alpaca: AlpacaOptions
@@ -34,28 +34,14 @@ const outcomeOf = (exit: Exit.Exit<unknown, unknown>) => {
 
 type Operation = "submit" | "lookup" | "cancel"
 
-/**
- * Records a call's duration under its broker, operation and outcome. Each combination's labels
- * are made once: a metric finds its series by the labels array itself, so a call after the first
- * allocates no key (a `Metric.tagged` metric makes and hashes a new key on every update, about
- * 3 µs each).
- */
-const labels = new Map<string, ReadonlyArray<MetricLabel.MetricLabel>>()
+/** Records a call's duration under its broker, operation and outcome. */
 const recordDuration = (broker: BrokerKind, operation: Operation, exit: Exit.Exit<unknown, unknown>, seconds: number) =>
-  Effect.sync(() => {
-    const outcome = outcomeOf(exit)
-    const key = `${broker} ${operation} ${outcome}`
-    let series = labels.get(key)
-    if (series === undefined) {
-      series = [
-        MetricLabel.make("broker", broker),
-        MetricLabel.make("operation", operation),
-        MetricLabel.make("outcome", outcome)
-      ]
-      labels.set(key, series)
-    }
-    requestDuration.unsafeUpdate(seconds, series)
-  })
+  Effect.sync(() =>
+    requestDuration.unsafeUpdate(
+      seconds,
+      MetricSeries.labels(["broker", broker], ["operation", operation], ["outcome", outcomeOf(exit)])
+    )
+  )
 
 const timed = <A, E>(broker: BrokerKind, operation: Operation, call: Effect.Effect<A, E>) =>
   Effect.flatMap(Clock.currentTimeMillis, (started) =>
