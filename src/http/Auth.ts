@@ -31,8 +31,6 @@ const rateLimitHeaders = (decision: RateDecision) =>
     ...(decision.allowed ? {} : { "retry-after": String(decision.retryAfter) })
   })
 
-const retryAfterHeader = (seconds: number) => ResponseHeaders.add({ "retry-after": String(seconds) })
-
 /** `last_used_at` is written at most once a minute per key, off the request's path. */
 const LAST_USED_EVERY_MS = 60_000
 
@@ -46,7 +44,7 @@ const refuse = (failures: AuthFailures.AuthFailures, address: string, unauthoriz
   Effect.gen(function*() {
     const decision = yield* failures.fail(address)
     if (decision.allowed) return yield* unauthorized
-    yield* retryAfterHeader(decision.retryAfter)
+    yield* ResponseHeaders.retryAfter(decision.retryAfter)
     return yield* tooManyFailures(decision.retryAfter)
   })
 

@@ -32,8 +32,6 @@ const ownerOf = (account: Account, mode: Mode): Owner => ({ userId: account.user
 
 const endpointView = ({ user_id: _, ...endpoint }: WebhookEndpoint) => new WebhookEndpointView(endpoint)
 
-const retryAfter = (seconds: number) => ResponseHeaders.add({ "retry-after": String(seconds) })
-
 /** How many recent intents the overview shows. */
 const RECENT_INTENTS = 5
 
@@ -64,7 +62,7 @@ export const DashboardLoginHttpLive = HttpApiBuilder.group(Api, "dashboardLogin"
           yield* cookie.setSession(session.token)
           yield* cookie.setDevice(deviceToken)
           return toSession(session)
-        }).pipe(Effect.tapErrorTag("LoginThrottled", (error) => retryAfter(error.retry_after))))
+        }).pipe(Effect.tapErrorTag("LoginThrottled", (error) => ResponseHeaders.retryAfter(error.retry_after))))
   }))
 
 /** Everything a signed-in customer does: the same use cases the operator and v1 APIs use, on their own things. */
@@ -213,7 +211,7 @@ export const DashboardHttpLive = HttpApiBuilder.group(Api, "dashboard", (handler
           Effect.gen(function*() {
             const slot = `session:${account.sessionId}`
             if (!(yield* streams.admit(slot))) {
-              yield* retryAfter(5)
+              yield* ResponseHeaders.retryAfter(5)
               return yield* new RateLimited({
                 retry_after: 5,
                 detail: `At most ${MAX_STREAMS_PER_KEY} event streams may be open at once per session`

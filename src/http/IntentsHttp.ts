@@ -14,7 +14,7 @@ const creationHeaders = (error: { readonly _tag: string } | DuplicateIntent) =>
   "existing" in error && error._tag === "DuplicateIntent" && error.existing !== undefined
     ? ResponseHeaders.add({ location: `/api/v1/intents/${error.existing}` })
     : error._tag === "Unavailable"
-    ? ResponseHeaders.add({ "retry-after": "1" })
+    ? ResponseHeaders.retryAfter(1)
     : Effect.void
 
 /** A JSON body the database already wrote in the API's format, sent as it is. */

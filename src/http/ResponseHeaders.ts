@@ -28,6 +28,9 @@ export const add = (headers: Headers.Input): Effect.Effect<void> =>
       ? HttpApp.appendPreResponseHandler((_, response) => Effect.succeed(HttpServerResponse.setHeaders(response, headers)))
       : FiberRef.set(CurrentResponseHeaders, Headers.setAll(gathered, headers)))
 
+/** `Retry-After` on whatever answer the request gets: when to ask again, in seconds. */
+export const retryAfter = (seconds: number): Effect.Effect<void> => add({ "retry-after": String(seconds) })
+
 /** The request's id (`X-Request-Id`, once the edge has given it one), then the headers added. */
 const writeGathered: HttpApp.PreResponseHandler = (_, response) =>
   Effect.withFiberRuntime((fiber) => {
