@@ -36,4 +36,4 @@ HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
 # Give the container more than that before SIGKILL (docker stop -t 30, stop_grace_period: 30s).
 STOPSIGNAL SIGTERM
 # The same node arguments as `npm start` (without its build step).
-CMD ["node", "--max-old-space-size=160", "dist/main.js"]
+CMD ["node", "--max-old-space-size=160", "--heap-growing-percent=60", "dist/main.js"]
