@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { spawn } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Postgres from "../support/Postgres.js"
@@ -127,4 +127,11 @@ describe("npm start", () => {
     expect(code).not.toBe(0)
     expect(output).toContain("PORT")
   }, 60_000)
+
+  it("the image runs node with the same arguments, the memory settings among them", () => {
+    const cmd = /^CMD (\[.*\])$/m.exec(readFileSync(join(root, "Dockerfile"), "utf8"))?.[1]
+    expect(cmd).toBeDefined()
+    expect(JSON.parse(cmd ?? "[]")).toEqual(["node", ...startArgs()])
+    expect(startArgs()).toEqual(expect.arrayContaining(["--max-old-space-size=160", "--heap-growing-percent=60"]))
+  })
 })
