@@ -1,10 +1,8 @@
 import * as SqlClient from "@effect/sql/SqlClient"
-import * as Clock from "effect/Clock"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
@@ -55,20 +53,19 @@ export class ApiKeyCache extends Effect.Service<ApiKeyCache>()("ApiKeyCache", {
   scoped: Effect.gen(function*() {
     const accounts = yield* AccountRepository
     const notifications = yield* Effect.serviceOption(Notifications)
-    const state = yield* Ref.make<State>({ listening: false, generation: 0, entries: new Map() })
+    // Plain variables, read and replaced in synchronous steps (the process has one thread): a lookup
+    // answered from memory is then one step of the runtime, not a `Ref` read and a clock read more.
+    let state: State = { listening: false, generation: 0, entries: new Map() }
     // Mutated in place: copying every key's hash on each creation would cost more than it protects.
     let active: ActiveKeys | undefined = undefined
 
     const setListening = (listening: boolean) =>
-      Effect.zipRight(
-        Effect.sync(() => {
-          if (!listening) active = undefined
-        }),
-        Ref.update(state, (s) =>
-          s.listening === listening
-            ? s
-            : { listening, generation: s.generation + 1, entries: listening ? s.entries : new Map() })
-      )
+      Effect.sync(() => {
+        if (!listening) active = undefined
+        if (state.listening !== listening) {
+          state = { listening, generation: state.generation + 1, entries: listening ? state.entries : new Map() }
+        }
+      })
 
     const add = (keys: ActiveKeys, id: string, hash: string, expiresAt: number | null) => {
       keys.byHash.set(hash, { id, expiresAt })
@@ -76,19 +73,18 @@ export class ApiKeyCache extends Effect.Service<ApiKeyCache>()("ApiKeyCache", {
     }
 
     const invalidate = (keyId: ApiKeyId | string) =>
-      Effect.zipRight(
-        Effect.sync(() => {
-          const hash = active?.byId.get(keyId)
-          if (hash === undefined) return
+      Effect.sync(() => {
+        const hash = active?.byId.get(keyId)
+        if (hash !== undefined) {
           active?.byId.delete(keyId)
           active?.byHash.delete(hash)
-        }),
-        Ref.update(state, (s) => ({
-          ...s,
-          generation: s.generation + 1,
-          entries: new Map([...s.entries].filter(([, entry]) => entry.found.key.id !== keyId))
-        }))
-      )
+        }
+        state = {
+          ...state,
+          generation: state.generation + 1,
+          entries: new Map([...state.entries].filter(([, entry]) => entry.found.key.id !== keyId))
+        }
+      })
 
     const expiry = (key: ActiveApiKey) => key.expires_at === null ? null : DateTime.toEpochMillis(key.expires_at)
 
@@ -111,7 +107,7 @@ export class ApiKeyCache extends Effect.Service<ApiKeyCache>()("ApiKeyCache", {
      */
     const heard = (payload: string) =>
       Effect.gen(function*() {
-        if (!(yield* Ref.get(state)).listening) {
+        if (!state.listening) {
           yield* load
           yield* setListening(true)
         }
@@ -134,8 +130,7 @@ export class ApiKeyCache extends Effect.Service<ApiKeyCache>()("ApiKeyCache", {
       const sql = yield* Effect.serviceOption(SqlClient.SqlClient)
       if (Option.isSome(sql)) {
         const probe = Effect.asVoid(sql.value`SELECT pg_notify(${API_KEYS_CHANNEL}, ${PROBE})`)
-        yield* Ref.get(state).pipe(
-          Effect.flatMap((s) => s.listening ? Effect.void : probe),
+        yield* Effect.suspend(() => state.listening ? Effect.void : probe).pipe(
           Effect.ignore,
           Effect.repeat(Schedule.spaced("1 second")),
           Effect.forkScoped
@@ -143,29 +138,30 @@ export class ApiKeyCache extends Effect.Service<ApiKeyCache>()("ApiKeyCache", {
       }
     }
 
+    /** Keeps what the database said of a key, unless a revocation or a change of `listening` came meanwhile. */
+    const remember = (hash: string, found: Option.Option<Found>, before: State, now: number) =>
+      Effect.sync(() => {
+        if (Option.isNone(found) || !before.listening || !state.listening || state.generation !== before.generation) return
+        const entries = state.entries.size >= MAX_ENTRIES ? new Map<string, Entry>() : new Map(state.entries)
+        state = { ...state, entries: entries.set(hash, { found: found.value, until: now + Duration.toMillis(TTL) }) }
+      })
+
+    // A key known or cached is answered in one step of the runtime, with the clock read in it.
     const lookup = (hash: string): Effect.Effect<Option.Option<Found>> =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const before = yield* Ref.get(state)
+      Effect.clockWith((clock) => {
+        const now = clock.unsafeCurrentTimeMillis()
+        const before = state
         if (before.listening && active !== undefined) {
           const known = active.byHash.get(hash)
-          if (known === undefined || (known.expiresAt !== null && known.expiresAt <= now)) return Option.none()
+          if (known === undefined || (known.expiresAt !== null && known.expiresAt <= now)) return Effect.succeedNone
         }
         const cached = before.entries.get(hash)
-        if (cached !== undefined && cached.until > now) return Option.some(cached.found)
-        const found = yield* accounts.findApiKeyByHash(hash)
-        if (Option.isSome(found) && before.listening) {
-          yield* Ref.update(state, (s) => {
-            if (!s.listening || s.generation !== before.generation) return s
-            const entries = s.entries.size >= MAX_ENTRIES ? new Map<string, Entry>() : new Map(s.entries)
-            return { ...s, entries: entries.set(hash, { found: found.value, until: now + Duration.toMillis(TTL) }) }
-          })
-        }
-        return found
+        if (cached !== undefined && cached.until > now) return Effect.succeedSome(cached.found)
+        return Effect.tap(accounts.findApiKeyByHash(hash), (found) => remember(hash, found, before, now))
       })
 
     /** Whether unknown keys are refused from memory (the keys loaded and every change heard). */
-    const answersFromMemory = Effect.map(Ref.get(state), (s) => s.listening && active !== undefined)
+    const answersFromMemory = Effect.sync(() => state.listening && active !== undefined)
 
     return { lookup, invalidate, created, answersFromMemory } as const
   })
