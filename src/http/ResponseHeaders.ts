@@ -23,10 +23,12 @@ export const CurrentResponseHeaders: FiberRef.FiberRef<Headers.Headers | undefin
 
 /** Adds headers to whatever answer the request gets (a header added twice keeps the later value). */
 export const add = (headers: Headers.Input): Effect.Effect<void> =>
-  FiberRef.getWith(CurrentResponseHeaders, (gathered) =>
-    gathered === undefined
+  // Read and chosen in one step, then one update: every authenticated request adds its headers.
+  Effect.withFiberRuntime((fiber) =>
+    fiber.getFiberRef(CurrentResponseHeaders) === undefined
       ? HttpApp.appendPreResponseHandler((_, response) => Effect.succeed(HttpServerResponse.setHeaders(response, headers)))
-      : FiberRef.set(CurrentResponseHeaders, Headers.setAll(gathered, headers)))
+      : FiberRef.update(CurrentResponseHeaders, (gathered) => gathered === undefined ? gathered : Headers.setAll(gathered, headers))
+  )
 
 /** `Retry-After` on whatever answer the request gets: when to ask again, in seconds. */
 export const retryAfter = (seconds: number): Effect.Effect<void> => add({ "retry-after": String(seconds) })
