@@ -1,6 +1,8 @@
 import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberRef from "effect/FiberRef"
@@ -45,30 +47,31 @@ export const make = Effect.gen(function*() {
   const accessLog = yield* AccessLog
   const record = HttpMetrics.recordWith(yield* HttpMetrics.RouteTemplates)
   return <R>(app: HttpApp.Default<never, R>): HttpApp.Default<never, R> =>
-    Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const requestId = `req_${(yield* ids.uuid).replaceAll("-", "")}`
-      // The clock taken once: both readings are plain calls, not steps of the runtime.
-      const clock = yield* Effect.clock
-      const started = clock.unsafeCurrentTimeMillis()
-      // Set, not scoped with `Effect.locally`: the request's fiber ends with it.
-      yield* FiberRef.set(CurrentRequestId, requestId)
-      const refused = refusal(request)
-      // The app's answers get `X-Request-Id` from the server's pre-response handler
-      // (`ResponseHeaders.writtenOnEveryAnswer`); an answer the edge makes itself skips that
-      // handler, so it carries its own.
-      const served = refused !== undefined
-        ? Effect.map(errorResponse(refused), HttpServerResponse.setHeader("x-request-id", requestId))
-        : app
-      return yield* served.pipe(
-        Effect.onExit((exit) => {
-          const durationMs = clock.unsafeCurrentTimeMillis() - started
-          const status = Exit.isSuccess(exit) ? exit.value.status : 500
-          return Effect.zipRight(
-            record(request, status, durationMs),
-            accessLog.log({ method: request.method, path: request.url.split("?")[0] ?? "", status, durationMs, requestId })
-          )
-        })
-      )
-    })
+    Effect.flatMap(ids.uuid, (uuid) =>
+      // The request and the clock read from the fiber in one step of the runtime: each `yield*` of
+      // them, and of the clock's readings, was a step or more of every request.
+      Effect.withFiberRuntime((fiber) => {
+        const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
+        const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
+        const started = clock.unsafeCurrentTimeMillis()
+        const requestId = `req_${uuid.replaceAll("-", "")}`
+        const refused = refusal(request)
+        // The app's answers get `X-Request-Id` from the server's pre-response handler
+        // (`ResponseHeaders.writtenOnEveryAnswer`); an answer the edge makes itself skips that
+        // handler, so it carries its own.
+        const served = refused !== undefined
+          ? Effect.map(errorResponse(refused), HttpServerResponse.setHeader("x-request-id", requestId))
+          : app
+        // Set, not scoped with `Effect.locally`: the request's fiber ends with it.
+        return Effect.zipRight(FiberRef.set(CurrentRequestId, requestId), served).pipe(
+          Effect.onExit((exit) => {
+            const durationMs = clock.unsafeCurrentTimeMillis() - started
+            const status = Exit.isSuccess(exit) ? exit.value.status : 500
+            return Effect.zipRight(
+              record(request, status, durationMs),
+              accessLog.log({ method: request.method, path: request.url.split("?")[0] ?? "", status, durationMs, requestId })
+            )
+          })
+        )
+      }))
 })
