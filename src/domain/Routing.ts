@@ -148,6 +148,13 @@ export const eventType = (status: IntentStatus) => `intent.${status === "pending
 /** The status_reason of an intent the client canceled. */
 export const CANCELED_BY_CLIENT = "Canceled by the client"
 
+/**
+ * The reason to record with a word heard on a broker's update stream: a cancel there, after the
+ * client asked for one, is the client's.
+ */
+export const heardReason = (update: OrderUpdate, cancelRequested: boolean): string | undefined =>
+  update.status === "canceled" && cancelRequested ? CANCELED_BY_CLIENT : update.reason
+
 const CLIENT_ORDER_PREFIX = "tir-"
 
 /** The client order id of an intent's order: one intent, one order, whatever is retried. */

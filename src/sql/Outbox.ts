@@ -6,7 +6,7 @@ import type * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import type { ParseError } from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { IntentId } from "../domain/Ids.js"
+import { type BrokerId, IntentId } from "../domain/Ids.js"
 import { Fill, Order, TradeIntent } from "../domain/Intent.js"
 import { eventType, type JobKind, type RoutingState, type Transition } from "../domain/Routing.js"
 import { EVENTS_CHANNEL, ROUTING_CHANNEL, WEBHOOK_CHANNEL } from "./Channels.js"
@@ -77,9 +77,19 @@ export const DELIVERIES_DUE = `(SELECT pg_notify('${WEBHOOK_CHANNEL}', 'due') FR
 
 /** What the transition function needs of an intent: its status, quantity and fills. */
 const StateRow = Schema.Struct({
-  ...Tables.Intents.row.pick("id", "status", "quantity").fields,
+  ...Tables.Intents.row.pick("id", "status", "quantity", "broker_id").fields,
+  cancel_requested: Schema.Boolean,
   fills: Schema.Array(Schema.Struct({ id: Schema.String, quantity: Tables.Fills.row.fields.quantity }))
 })
+
+/**
+ * An intent as its lock read it: what the transition function needs, the connection it is routed
+ * through, and whether the client asked for a cancel.
+ */
+export interface LockedState extends RoutingState {
+  readonly brokerId: BrokerId
+  readonly cancelRequested: boolean
+}
 
 /** Routing work to add, or to move to `run_at` if already queued. */
 const NewJob = Tables.RoutingJobs.row.pick("intent_id", "kind", "run_at", "created_at")
@@ -100,7 +110,8 @@ export const make = (sql: SqlClient.SqlClient, newEventId: Effect.Effect<string>
     Result: StateRow,
     execute: (intentIds) =>
       sql`
-        SELECT i.id, i.status, i.quantity::text AS quantity,
+        SELECT i.id, i.status, i.quantity::text AS quantity, i.broker_id,
+               i.cancel_requested_at IS NOT NULL AS cancel_requested,
                COALESCE((SELECT json_agg(json_build_object('id', f.broker_fill_id, 'quantity', f.quantity::text))
                          FROM fills f JOIN orders o ON o.id = f.order_id
                          WHERE o.intent_id = i.id), '[]'::json) AS fills
@@ -124,11 +135,15 @@ export const make = (sql: SqlClient.SqlClient, newEventId: Effect.Effect<string>
    * on each other in a circle), and reads what the transition function needs of each, fills
    * included: one round trip. An intent that does not exist is missing from the map.
    */
-  const lockStates = (intentIds: ReadonlyArray<IntentId>): Effect.Effect<ReadonlyMap<IntentId, RoutingState>, SqlError | ParseError> => {
+  const lockStates = (intentIds: ReadonlyArray<IntentId>): Effect.Effect<ReadonlyMap<IntentId, LockedState>, SqlError | ParseError> => {
     const [first, ...rest] = intentIds
     return first === undefined
       ? Effect.succeed(new Map())
-      : Effect.map(selectStates([first, ...rest]), (rows) => new Map(rows.map((row) => [row.id, row])))
+      : Effect.map(selectStates([first, ...rest]), (rows) =>
+        new Map(rows.map(({ broker_id, cancel_requested, fills, id, quantity, status }) => [
+          id,
+          { status, quantity, fills, brokerId: broker_id, cancelRequested: cancel_requested }
+        ])))
   }
 
   /**

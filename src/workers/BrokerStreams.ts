@@ -6,7 +6,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
-import { CANCELED_BY_CLIENT, intentOfOrder, isFinal } from "../domain/Routing.js"
+import { intentOfOrder, isFinal } from "../domain/Routing.js"
 import { AccountRepository } from "../services/accounts/AccountRepository.js"
 import { BrokerGateway, type BrokerOrder, type Connection } from "../services/brokers/BrokerGateway.js"
 import { IdGenerator } from "../services/IdGenerator.js"
@@ -48,12 +48,11 @@ export const make = (options: StreamOptions = {}) =>
         // An order open with nothing filled says only that it exists, which the submission records
         // (or, its answer lost, the lookup that follows): only words that change something are kept.
         if (order.status === "new" && order.fills.length === 0) return
-        const context = yield* repository.context(intentId.value)
-        // Only an intent routed through this very connection: an order's id names no one else's intent.
-        if (Option.isNone(context) || context.value.connection.id !== connection.id) return
-        if (isFinal(context.value.status)) return
-        const reason = order.status === "canceled" && context.value.cancelRequested ? CANCELED_BY_CLIENT : order.reason
-        const transition = yield* repository.record(intentId.value, { ...order, reason })
+        // Recorded only while the intent is open and routed through this very connection: an
+        // order's id names no one else's intent.
+        const recorded = yield* repository.recordHeard(connection.id, intentId.value, order)
+        if (Option.isNone(recorded)) return
+        const transition = recorded.value
         if (isFinal(transition.status) || order.filledQuantity === undefined) return
         if (order.filledQuantity > transition.filled + EPSILON) {
           yield* reconcileOne(connection, {

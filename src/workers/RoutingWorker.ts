@@ -14,7 +14,7 @@ import { CREDENTIALS_REFUSED_REASON } from "../domain/Broker.js"
 import { type BrokerError, BrokerGateway, type BrokerOrder, type BrokerRejected } from "../services/brokers/BrokerGateway.js"
 import { ROUTING_CHANNEL } from "../sql/Channels.js"
 import { RoutingHandoff } from "../services/routing/RoutingHandoff.js"
-import { type Job, type RoutingContext, RoutingRepository } from "../services/routing/RoutingRepository.js"
+import { type Job, type Recorded, type RoutingContext, RoutingRepository } from "../services/routing/RoutingRepository.js"
 import * as JobLoop from "./JobLoop.js"
 import { delays } from "./RetryConfig.js"
 import * as Tracing from "../Tracing.js"
@@ -91,13 +91,14 @@ export const make = (options: RoutingOptions) =>
         return { result, certain: !(yield* Ref.get(uncertain)) }
       })
 
-    /** After an order is recorded: pass on a cancel that arrived meanwhile, or watch a resting day order. */
-    const followUp = (context: RoutingContext, order: BrokerOrder) =>
+    /**
+     * After a resting order is recorded: pass on a cancel that arrived meanwhile, or watch a day
+     * order. `recorded` is the intent as the recording's lock left it.
+     */
+    const followUp = (context: RoutingContext, recorded: Recorded) =>
       Effect.gen(function*() {
-        if (!isResting(order)) return // a final order leaves nothing to cancel or watch
-        const now = yield* repository.context(context.intentId)
-        if (Option.isNone(now) || isFinal(now.value.status)) return
-        if (now.value.cancelRequested) return yield* repository.enqueue(context.intentId, "cancel", yield* DateTime.now)
+        if (isFinal(recorded.status)) return
+        if (recorded.cancelRequested) return yield* repository.enqueue(context.intentId, "cancel", yield* DateTime.now)
         // A broker that streams its orders' updates says when a day order expires, and its open orders
         // are reconciled periodically: only the others are asked at the end of the day.
         if (context.spec.time_in_force === "day" && !broker.streaming.includes(context.connection.kind)) {
@@ -129,8 +130,7 @@ export const make = (options: RoutingOptions) =>
       Effect.gen(function*() {
         // A final order leaves nothing to follow up: the job ends in the transaction that records it.
         if (!isResting(order)) return yield* Effect.asVoid(repository.record(context.intentId, order, job))
-        yield* repository.record(context.intentId, order)
-        yield* followUp(context, order)
+        yield* followUp(context, yield* repository.record(context.intentId, order))
         yield* repository.finish(job)
       })
 

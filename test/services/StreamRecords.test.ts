@@ -4,8 +4,10 @@ import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type { Owner } from "../../src/domain/Ids.js"
-import { clientOrderId } from "../../src/domain/Routing.js"
+import * as Option from "effect/Option"
+import { randomUUID } from "node:crypto"
+import { BrokerId, IntentId, type Owner } from "../../src/domain/Ids.js"
+import { CANCELED_BY_CLIENT, clientOrderId } from "../../src/domain/Routing.js"
 import * as Services from "../../src/Services.js"
 import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
 import { RoutingRepository } from "../../src/services/routing/RoutingRepository.js"
@@ -67,6 +69,47 @@ for (const [name, database] of backends) {
           expect(yield* routing.holdStream(connectionId, "b", lease)).toBe(false)
           yield* routing.releaseStream(connectionId, "a")
           expect(yield* routing.holdStream(connectionId, "b", lease)).toBe(true)
+        }))
+    })
+
+    describe("words heard on a connection's update stream", () => {
+      it.effect("are recorded only while the intent is open and routed through that connection", () =>
+        Effect.gen(function*() {
+          const routing = yield* RoutingRepository
+          const intents = yield* IntentRepository
+          const { connectionId, input, owner } = yield* liveIntent()
+          const elsewhere = BrokerId.make(randomUUID())
+          const filled = order(input.id, "filled", [["h-1", 10]])
+          expect(yield* routing.recordHeard(elsewhere, input.id, filled)).toEqual(Option.none())
+          const untouched = yield* Effect.flatten(intents.findById(owner, input.id))
+          expect(untouched).toMatchObject({ status: "pending", orders: [] })
+
+          const heard = yield* routing.recordHeard(connectionId, input.id, filled)
+          expect(heard).toEqual(Option.some(expect.objectContaining({ status: "filled", filled: 10, cancelRequested: false })))
+          // Final: a later word changes nothing, not even the order.
+          expect(yield* routing.recordHeard(connectionId, input.id, order(input.id, "new", []))).toEqual(Option.none())
+          expect(yield* routing.recordHeard(connectionId, IntentId.make(randomUUID()), filled)).toEqual(Option.none())
+          const intent = yield* Effect.flatten(intents.findById(owner, input.id))
+          expect(intent.orders.map((o) => [o.status, o.fills.length])).toEqual([["filled", 1]])
+        }))
+
+      it.effect("a cancel after the client asked for one is the client's; a recording reads whether one was asked", () =>
+        Effect.gen(function*() {
+          const routing = yield* RoutingRepository
+          const intents = yield* IntentRepository
+          const { connectionId, input, owner } = yield* liveIntent()
+          const resting = yield* routing.record(input.id, order(input.id, "new", []))
+          expect(resting.cancelRequested).toBe(false)
+          const options = { now: yield* DateTime.now, eventId: eventId() }
+          expect(yield* intents.requestCancel(owner, input.id, options)).toBe("requested")
+          const partial = yield* routing.record(input.id, order(input.id, "partially_filled", [["c-1", 4]]))
+          expect(partial).toMatchObject({ status: "partially_filled", cancelRequested: true })
+
+          const canceled = { ...order(input.id, "new", [["c-1", 4]]), status: "canceled" as const }
+          const heard = yield* routing.recordHeard(connectionId, input.id, canceled)
+          expect(heard).toEqual(Option.some(expect.objectContaining({ status: "canceled", reason: CANCELED_BY_CLIENT })))
+          const intent = yield* Effect.flatten(intents.findById(owner, input.id))
+          expect(intent).toMatchObject({ status: "canceled", status_reason: CANCELED_BY_CLIENT })
         }))
     })
 

@@ -48,6 +48,11 @@ export interface Recording {
   readonly done?: Job | undefined
 }
 
+/** A recorded word's transition, and whether the client had asked for a cancel, as the recording's lock read it. */
+export interface Recorded extends Transition {
+  readonly cancelRequested: boolean
+}
+
 /** An intent whose order may still change at the broker. */
 export interface OpenOrder {
   readonly intentId: IntentId
@@ -73,13 +78,19 @@ export class RoutingRepository extends Context.Tag("RoutingRepository")<RoutingR
    * with `done`, also finishes that job (as `finish` does) in the same transaction. Records that
    * arrive together may share that transaction; inside a caller's transaction, it is the caller's.
    */
-  readonly record: (intentId: IntentId, order: BrokerOrder, done?: Job) => Effect.Effect<Transition>
+  readonly record: (intentId: IntentId, order: BrokerOrder, done?: Job) => Effect.Effect<Recorded>
+  /**
+   * Records a word heard on `connectionId`'s update stream, as `record` would, while the intent is
+   * open and routed through that connection: none otherwise (the intent is gone, final, or
+   * another's). A cancel the client asked for is recorded as the client's (`heardReason`).
+   */
+  readonly recordHeard: (connectionId: BrokerId, intentId: IntentId, order: BrokerOrder) => Effect.Effect<Option.Option<Recorded>>
   /**
    * Records many words at once, each as `record` would: in one transaction with the recordings
    * arriving meanwhile (should it fail, each recorded alone), or in the caller's transaction.
    * Each is answered with its own exit, in the order given.
    */
-  readonly recordMany: (recordings: ReadonlyArray<Recording>) => Effect.Effect<ReadonlyArray<Exit.Exit<Transition>>>
+  readonly recordMany: (recordings: ReadonlyArray<Recording>) => Effect.Effect<ReadonlyArray<Exit.Exit<Recorded>>>
   /** Routing gave up (the broker certainly holds no order); with `done`, that job ends with it. */
   readonly fail: (intentId: IntentId, reason: string, done?: Job) => Effect.Effect<Transition>
   /**

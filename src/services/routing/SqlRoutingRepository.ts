@@ -18,6 +18,7 @@ import {
   applyRejection,
   applyOrderUpdate,
   clientOrderId,
+  heardReason,
   isFinal,
   type JobKind,
   type RoutingState,
@@ -30,8 +31,11 @@ import * as Batched from "../../sql/Batched.js"
 import { orDie } from "../../sql/Defects.js"
 import * as Outbox from "../../sql/Outbox.js"
 import * as Tables from "../../sql/Tables.js"
-import type { Job, Recording, RoutingContext, RoutingRepository } from "./RoutingRepository.js"
+import type { Job, Recorded, Recording, RoutingContext, RoutingRepository } from "./RoutingRepository.js"
 import * as Tracing from "../../Tracing.js"
+
+/** A word to record, heard on the update stream of connection `via` when set. */
+type Heard = Recording & { readonly via?: BrokerId | undefined }
 
 const Timestamp = Schema.DateTimeUtcFromDate
 
@@ -284,20 +288,30 @@ export const make = Effect.gen(function*() {
     }, sql.withTransaction, orDie, Tracing.span(span))
 
   /**
+   * Whether a word is recorded on the state its lock read: always, unless it was heard on a
+   * connection's update stream (`via`) and the intent is gone, final, or routed elsewhere.
+   */
+  const recordable = (recording: Heard, state: Outbox.LockedState | undefined): boolean =>
+    recording.via === undefined || (state !== undefined && state.brokerId === recording.via && !isFinal(state.status))
+
+  /**
    * Records the broker's word about orders, each of a different intent: the intents locked and
    * read in one statement, the orders and new fills written in one, the transitions with their
-   * events and the jobs' ends in one, whatever their number.
+   * events and the jobs' ends in one, whatever their number. A word the lock shows not to be
+   * recorded (see `recordable`) is answered with none.
    */
-  const recordEach = (recordings: ReadonlyArray<Recording>, now: DateTime.Utc) =>
+  const recordEach = (recordings: ReadonlyArray<Heard>, now: DateTime.Utc) =>
     Effect.gen(function*() {
       const states = yield* lockStates(recordings.map(({ intentId }) => intentId))
-      const planned = yield* Effect.forEach(recordings, ({ done, intentId, order }) =>
+      const planned = yield* Effect.forEach(recordings, (recording) =>
         Effect.gen(function*() {
+          const { done, intentId, order, via } = recording
           const state = states.get(intentId)
+          if (!recordable(recording, state)) return undefined
           if (state === undefined) return yield* Effect.dieMessage(`intent ${intentId} vanished`)
           const transition = applyOrderUpdate(state, {
             status: order.status,
-            reason: order.reason,
+            reason: via === undefined ? order.reason : heardReason(order, state.cancelRequested),
             fills: order.fills.map(({ id, price, quantity }) => ({ id, price, quantity }))
           })
           const fills = yield* Effect.forEach(transition.fills, (fill) =>
@@ -318,64 +332,77 @@ export const make = Effect.gen(function*() {
             created_at: now,
             updated_at: now
           }
-          return { intentId, transition, done, row, fills }
+          return { intentId, transition, done, row, fills, cancelRequested: state.cancelRequested }
         }))
-      const [first, ...rest] = planned
-      if (first === undefined) return []
-      yield* saveOrders({ orders: [first.row, ...rest.map(({ row }) => row)], fills: planned.flatMap(({ fills }) => fills) })
+      const written = planned.filter((plan) => plan !== undefined)
+      const [first, ...rest] = written
+      if (first === undefined) return planned.map(() => Option.none<Recorded>())
+      yield* saveOrders({ orders: [first.row, ...rest.map(({ row }) => row)], fills: written.flatMap(({ fills }) => fills) })
       // Every intent whose orders and fills were saved is written now: a changed one by its
       // transition, the others by rebuilding their documents.
-      const unchanged = planned.filter(({ transition }) => !transition.changed).map(({ intentId }) => intentId)
-      yield* applyAll(planned, DateTime.toDate(now), endings(planned, rebuildDocuments(unchanged)))
-      return planned.map(({ transition }) => transition)
+      const unchanged = written.filter(({ transition }) => !transition.changed).map(({ intentId }) => intentId)
+      yield* applyAll(written, DateTime.toDate(now), endings(written, rebuildDocuments(unchanged)))
+      return planned.map((plan) =>
+        plan === undefined ? Option.none<Recorded>() : Option.some({ ...plan.transition, cancelRequested: plan.cancelRequested })
+      )
     })
 
   /**
    * Records in one transaction, in rounds of distinct intents: a second word about an intent is
    * recorded after the first, on the state the first left.
    */
-  const recordAll = (recordings: ReadonlyArray<Recording>) =>
+  const recordAll = (recordings: ReadonlyArray<Heard>) =>
     Effect.gen(function*() {
       const now = yield* DateTime.now
-      const transitions: Array<Transition> = []
+      const answers: Array<Option.Option<Recorded>> = []
       for (const round of Batched.rounds(recordings, ({ intentId }) => intentId)) {
         const recorded = yield* recordEach(round.map(([, recording]) => recording), now)
         round.forEach(([index], i) => {
-          const transition = recorded[i]
-          if (transition !== undefined) transitions[index] = transition
+          const answer = recorded[i]
+          if (answer !== undefined) answers[index] = answer
         })
       }
-      return transitions
+      return answers
     }).pipe(sql.withTransaction, orDie)
 
-  /** The transition of the recording at `index`; a defect should the batch have left it out. */
-  const answerOf = (transitions: ReadonlyArray<Transition>, index: number): Exit.Exit<Transition> => {
-    const transition = transitions.at(index)
-    return transition === undefined ? Exit.die(new Error("a recording went unanswered")) : Exit.succeed(transition)
+  /** The answer to the recording at `index`; a defect should the batch have left it out. */
+  const answerOf = (answers: ReadonlyArray<Option.Option<Recorded>>, index: number): Exit.Exit<Option.Option<Recorded>> => {
+    const answer = answers.at(index)
+    return answer === undefined ? Exit.die(new Error("a recording went unanswered")) : Exit.succeed(answer)
   }
 
   /** One recording in a transaction of its own, or in the caller's. */
-  const recordOne = (recording: Recording) => Effect.flatten(Effect.map(recordAll([recording]), (t) => answerOf(t, 0)))
+  const recordOne = (recording: Heard) => Effect.flatten(Effect.map(recordAll([recording]), (answers) => answerOf(answers, 0)))
 
   /**
    * Recordings that arrive together (the workers' jobs claimed together, a broker's stream) share
    * one transaction; should it fail, each is recorded alone, so that one bad recording fails no
    * other (recording again what a lost commit wrote changes nothing).
    */
-  const recordBatch = (recordings: ReadonlyArray<Recording>) =>
+  const recordBatch = (recordings: ReadonlyArray<Heard>) =>
     recordAll(recordings).pipe(
-      Effect.map((transitions) => recordings.map((_, i) => answerOf(transitions, i))),
+      Effect.map((answers) => recordings.map((_, i) => answerOf(answers, i))),
       Effect.catchAllCause(() => Effect.forEach(recordings, (recording) => Effect.exit(recordOne(recording)))),
       Tracing.span("RoutingRepository.recordBatch", { attributes: { "batch.size": recordings.length } })
     )
   const recordBatched = yield* Batched.makeMany(recordBatch, { name: "routing_record", maxBatch: 100, concurrency: 2 })
 
   /** Recordings batched with those arriving meanwhile; inside a caller's transaction, in it (they cannot wait for a batch). */
-  const recordMany = (recordings: ReadonlyArray<Recording>) =>
+  const recordHeardMany = (recordings: ReadonlyArray<Heard>) =>
     Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (transaction) =>
       Option.isSome(transaction)
         ? Effect.forEach(recordings, (recording) => Effect.exit(recordOne(recording)))
         : recordBatched(recordings))
+
+  /** A word recorded whatever the intent's state: an intent that vanished is a defect. */
+  const certain = (exit: Exit.Exit<Option.Option<Recorded>>): Exit.Exit<Recorded> =>
+    Exit.flatMap(exit, Option.match({
+      onNone: () => Exit.die(new Error("a recording went unanswered")),
+      onSome: Exit.succeed
+    }))
+
+  const recordMany = (recordings: ReadonlyArray<Recording>) =>
+    Effect.map(recordHeardMany(recordings), (exits) => exits.map(certain))
 
   return identity<Context.Tag.Service<typeof RoutingRepository>>({
     claim: Effect.fnUntraced(function*(limit: number, duration: Duration.Duration) {
@@ -409,6 +436,11 @@ export const make = Effect.gen(function*() {
     record: (intentId: IntentId, order: BrokerOrder, done?: Job) =>
       Batched.single(recordMany)({ intentId, order, done }).pipe(
         Tracing.span("RoutingRepository.record", { attributes: { intent_id: intentId } })
+      ),
+
+    recordHeard: (connectionId: BrokerId, intentId: IntentId, order: BrokerOrder) =>
+      Batched.single(recordHeardMany)({ intentId, order, via: connectionId }).pipe(
+        Tracing.span("RoutingRepository.recordHeard", { attributes: { intent_id: intentId } })
       ),
 
     recordMany: (recordings) =>

@@ -1,5 +1,6 @@
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
 import type { IntentId } from "../../domain/Ids.js"
 import type { Transition } from "../../domain/Routing.js"
 import type { RoutingRepository } from "./RoutingRepository.js"
@@ -31,6 +32,9 @@ const logChange = (intentId: IntentId) => (transition: Transition) =>
 export const logged = (repository: RoutingRepository["Type"]): RoutingRepository["Type"] => ({
   ...repository,
   record: (intentId, order, done) => Effect.tap(repository.record(intentId, order, done), logChange(intentId)),
+  recordHeard: (connectionId, intentId, order) =>
+    Effect.tap(repository.recordHeard(connectionId, intentId, order), (recorded) =>
+      Option.isSome(recorded) ? logChange(intentId)(recorded.value) : Effect.void),
   recordMany: (recordings) =>
     Effect.tap(repository.recordMany(recordings), (exits) =>
       Effect.forEach(exits, (exit, i) => {
