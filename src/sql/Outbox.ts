@@ -75,7 +75,7 @@ export const EVENTS_WRITTEN =
 /** Wakes the delivery workers at commit when `deliveries` (of `eventTables`) made any. */
 export const DELIVERIES_DUE = `(SELECT pg_notify('${WEBHOOK_CHANNEL}', 'due') FROM (SELECT 1 FROM deliveries LIMIT 1) due)`
 
-/** What the transition function needs of an intent: its status, quantity and fills. */
+/** What the transition function needs of an intent (its status, quantity and fills), its connection and its cancel request. */
 const StateRow = Schema.Struct({
   ...Tables.Intents.row.pick("id", "status", "quantity", "broker_id").fields,
   cancel_requested: Schema.Boolean,

@@ -394,10 +394,10 @@ export const make = Effect.gen(function*() {
         ? Effect.forEach(recordings, (recording) => Effect.exit(recordOne(recording)))
         : recordBatched(recordings))
 
-  /** A word recorded whatever the intent's state: an intent that vanished is a defect. */
+  /** A word recorded whatever the intent's state (only a word heard on a stream is ever left out). */
   const certain = (exit: Exit.Exit<Option.Option<Recorded>>): Exit.Exit<Recorded> =>
     Exit.flatMap(exit, Option.match({
-      onNone: () => Exit.die(new Error("a recording went unanswered")),
+      onNone: () => Exit.die(new Error("a recording not heard on a stream was left out")),
       onSome: Exit.succeed
     }))
 
