@@ -72,7 +72,6 @@ export class RoutingRepository extends Context.Tag("RoutingRepository")<RoutingR
   readonly nextDue: Effect.Effect<Option.Option<DateTime.Utc>>
   /** Extends the lease of jobs still in flight, so that only a dead worker's jobs are claimed again. */
   readonly extend: (jobs: ReadonlyArray<Job>, lease: Duration.Duration) => Effect.Effect<void>
-  readonly context: (intentId: IntentId) => Effect.Effect<Option.Option<RoutingContext>>
   /**
    * Records the broker's word about the order: the order, new fills, the transition and its event;
    * with `done`, also finishes that job (as `finish` does) in the same transaction. Records that
@@ -80,9 +79,10 @@ export class RoutingRepository extends Context.Tag("RoutingRepository")<RoutingR
    */
   readonly record: (intentId: IntentId, order: BrokerOrder, done?: Job) => Effect.Effect<Recorded>
   /**
-   * Records a word heard on `connectionId`'s update stream, as `record` would, while the intent is
-   * open and routed through that connection: none otherwise (the intent is gone, final, or
-   * another's). A cancel the client asked for is recorded as the client's (`heardReason`).
+   * Records a word the broker volunteered about an order of `connectionId` (its update stream, the
+   * mock market's fills), as `record` would, while the intent is open and routed through that
+   * connection: none otherwise (the intent is gone, final, or another's). A cancel the client
+   * asked for is recorded as the client's (`heardReason`).
    */
   readonly recordHeard: (connectionId: BrokerId, intentId: IntentId, order: BrokerOrder) => Effect.Effect<Option.Option<Recorded>>
   /**

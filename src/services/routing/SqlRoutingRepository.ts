@@ -195,15 +195,6 @@ export const make = Effect.gen(function*() {
           WHERE ${sql.or(jobs.map((job) => sql`(intent_id = ${job.intent_id} AND kind = ${job.kind} AND claims = ${job.claims} AND locked_until IS NOT NULL)`))}`
   })
 
-  const selectContext = SqlSchema.findOne({
-    Request: IntentId,
-    Result: Schema.Struct({ context: ContextRow }),
-    execute: (intentId) =>
-      sql`SELECT ${sql.literal(contextObject)} AS context
-          FROM intents i JOIN broker_connections b ON b.id = i.broker_id
-          WHERE i.id = ${intentId}`
-  })
-
   const upsertStream = SqlSchema.findAll({
     Request: Schema.Struct({ connection_id: BrokerId, holder: Schema.String, at: Timestamp, until: Timestamp }),
     Result: Schema.Struct({ holder: Schema.String }),
@@ -288,27 +279,21 @@ export const make = Effect.gen(function*() {
     }, sql.withTransaction, orDie, Tracing.span(span))
 
   /**
-   * Whether a word is recorded on the state its lock read: always, unless it was heard on a
-   * connection's update stream (`via`) and the intent is gone, final, or routed elsewhere.
-   */
-  const recordable = (recording: Heard, state: Outbox.LockedState | undefined): boolean =>
-    recording.via === undefined || (state !== undefined && state.brokerId === recording.via && !isFinal(state.status))
-
-  /**
    * Records the broker's word about orders, each of a different intent: the intents locked and
    * read in one statement, the orders and new fills written in one, the transitions with their
-   * events and the jobs' ends in one, whatever their number. A word the lock shows not to be
-   * recorded (see `recordable`) is answered with none.
+   * events and the jobs' ends in one, whatever their number. A heard word the lock shows not to
+   * be recorded is answered with none.
    */
   const recordEach = (recordings: ReadonlyArray<Heard>, now: DateTime.Utc) =>
     Effect.gen(function*() {
       const states = yield* lockStates(recordings.map(({ intentId }) => intentId))
-      const planned = yield* Effect.forEach(recordings, (recording) =>
+      const planned = yield* Effect.forEach(recordings, ({ done, intentId, order, via }) =>
         Effect.gen(function*() {
-          const { done, intentId, order, via } = recording
           const state = states.get(intentId)
-          if (!recordable(recording, state)) return undefined
-          if (state === undefined) return yield* Effect.dieMessage(`intent ${intentId} vanished`)
+          // A word heard on a connection's stream is left out when the intent is gone, final, or
+          // routed elsewhere; any other word about an intent that vanished is a defect.
+          if (state === undefined) return via === undefined ? yield* Effect.dieMessage(`intent ${intentId} vanished`) : undefined
+          if (via !== undefined && (state.brokerId !== via || isFinal(state.status))) return undefined
           const transition = applyOrderUpdate(state, {
             status: order.status,
             reason: via === undefined ? order.reason : heardReason(order, state.cancelRequested),
@@ -428,10 +413,6 @@ export const make = Effect.gen(function*() {
       const { until } = yield* lease(duration)
       yield* extendLeases({ until, jobs: [first, ...rest] })
     }, orDie, Tracing.span("RoutingRepository.extend")),
-
-    context: Effect.fnUntraced(function*(intentId: IntentId) {
-      return Option.map(yield* selectContext(intentId), (row) => toContext(row.context))
-    }, orDie, Tracing.span("RoutingRepository.context")),
 
     record: (intentId: IntentId, order: BrokerOrder, done?: Job) =>
       Batched.single(recordMany)({ intentId, order, done }).pipe(

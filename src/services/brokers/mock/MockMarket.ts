@@ -10,7 +10,7 @@ import type { UserId } from "../../../domain/Ids.js"
 import { amountProblem } from "../../../domain/Intent.js"
 import { onPrice, statusAt } from "../../../domain/MockExchange.js"
 import { MockPrice, type SetMockPricePayload } from "../../../domain/MockPrice.js"
-import { intentOfOrder, isFinal } from "../../../domain/Routing.js"
+import { intentOfOrder } from "../../../domain/Routing.js"
 import { orDie } from "../../../sql/Defects.js"
 import { RoutingRepository } from "../../routing/RoutingRepository.js"
 import * as MockBook from "./MockBook.js"
@@ -58,9 +58,8 @@ export class MockMarket extends Context.Tag("MockMarket")<MockMarket, {
           })
           const intentId = intentOfOrder(row.client_order_id)
           if (Option.isNone(intentId)) return
-          const context = yield* routing.context(intentId.value)
-          if (Option.isNone(context) || context.value.connection.id !== row.connection_id || isFinal(context.value.status)) return
-          yield* routing.record(intentId.value, MockBook.toBrokerOrder(filled, now))
+          // Recorded only while the intent is open and routed through this connection.
+          yield* routing.recordHeard(row.connection_id, intentId.value, MockBook.toBrokerOrder(filled, now))
         })
 
       return {
