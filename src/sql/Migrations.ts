@@ -19,6 +19,7 @@ import IntentDocument from "./migrations/0014_intent_document.js"
 import StoredIntentDocuments from "./migrations/0015_stored_intent_documents.js"
 import IntentCounts from "./migrations/0016_intent_counts.js"
 import DocumentsRebuiltByRecording from "./migrations/0017_documents_rebuilt_by_recording.js"
+import UsageWithinLimit from "./migrations/0018_usage_within_limit.js"
 import * as Tracing from "../Tracing.js"
 
 /** Every migration by name, statically imported so that a bundled build finds them. */
@@ -39,7 +40,8 @@ export const records = {
   "0014_intent_document": IntentDocument,
   "0015_stored_intent_documents": StoredIntentDocuments,
   "0016_intent_counts": IntentCounts,
-  "0017_documents_rebuilt_by_recording": DocumentsRebuiltByRecording
+  "0017_documents_rebuilt_by_recording": DocumentsRebuiltByRecording,
+  "0018_usage_within_limit": UsageWithinLimit
 }
 
 export const loader = Migrator.fromRecord(records)

@@ -3,7 +3,7 @@ import { BrokerId, IntentId, Mode, OrderId, UserId } from "../domain/Ids.js"
 import { IntentStatus, OrderStatus, OrderType, Side, TimeInForce } from "../domain/Intent.js"
 
 /** The SQL types the row definitions use. */
-export type SqlType = "uuid" | "text" | "numeric" | "boolean" | "int" | "timestamptz"
+export type SqlType = "uuid" | "text" | "numeric" | "boolean" | "int" | "date" | "timestamptz"
 
 /** A table's row: its schema and each column's SQL type, from which column lists are rendered. */
 export interface Table<F extends Schema.Struct.Fields> {

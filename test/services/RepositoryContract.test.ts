@@ -312,6 +312,38 @@ for (const [name, backend] of backends) {
           expect((yield* intents.list(owner, { page: 1, pageSize: 100 })).total).toBe(5)
         }))
 
+      it.effect("creations arriving together: a user past their quota gets what still fits, in order; others are not held back", () =>
+        Effect.gen(function*() {
+          const intents = yield* IntentRepository
+          const spent = yield* seedUser
+          const roomy = yield* seedUser
+          const now = yield* DateTime.now
+          const create = (seed: typeof spent, intentId: string, limit: number) =>
+            intents.create(
+              newIntent({ userId: seed.user.id, mode: "live" }, seed.liveBroker.id, { intent_id: intentId }),
+              { now, quota: quota(limit), eventId: eventId() }
+            )
+          const kept = yield* create(spent, "kept", 3)
+          const results = yield* Effect.all([
+            ...["s1", "s2", "s3", "s4"].map((intentId) => Effect.either(create(spent, intentId, 3))),
+            Effect.either(intents.create({ ...newIntent({ userId: spent.user.id, mode: "live" }, spent.liveBroker.id), intent_id: "kept" }, {
+              now,
+              quota: quota(3),
+              eventId: eventId()
+            })),
+            ...["r1", "r2", "r3"].map((intentId) => Effect.either(create(roomy, intentId, 3)))
+          ], { concurrency: "unbounded" })
+          const outcome = results.map(Either.match({ onLeft: (error) => error._tag, onRight: () => "created" }))
+          expect(outcome.slice(0, 4).filter((o) => o === "created")).toHaveLength(2)
+          expect(outcome.slice(0, 4).filter((o) => o === "QuotaExceeded")).toHaveLength(2)
+          // A duplicate is answered as one before the quota is looked at.
+          expect(results[4]).toMatchObject({ left: { _tag: "DuplicateIntent", existing: kept.id } })
+          expect(outcome.slice(5)).toEqual(["created", "created", "created"])
+          expect((yield* intents.list({ userId: spent.user.id, mode: "live" }, { page: 1, pageSize: 100 })).total).toBe(3)
+          expect(yield* intents.monthlyUsage(spent.user.id, "1970-01-01")).toBe(3)
+          expect(yield* intents.monthlyUsage(roomy.user.id, "1970-01-01")).toBe(3)
+        }))
+
       it.effect("a client's cancel before submission cancels at once; a final intent is not cancelable", () =>
         Effect.gen(function*() {
           const { bob, input, intents, owner } = yield* twoUsersOneIntent

@@ -41,8 +41,9 @@ export type IntentRef = { readonly id: IntentId } | { readonly intentId: string 
 export class IntentRepository extends Context.Tag("IntentRepository")<IntentRepository, {
   /**
    * Inserts a pending intent. Idempotency rests on the unique (user, mode, intent_id); the quota
-   * is counted in the same transaction, after the duplicate check, so neither can be overshot.
-   * The routing job and the `intent.created` event are written in that transaction too. A retry
+   * is counted in the same statement, after the duplicate check, and held by the database, so
+   * neither can be overshot. The routing job and the `intent.created` event are written in that
+   * statement too. A retry
    * of a creation that did commit (same id) answers with the intent, not a duplicate. While the
    * database is too slow to keep up, a creation is refused at once (`Unavailable`). Given the kind
    * of broker the intent goes to, the submission may be claimed in that transaction and handed

@@ -1,4 +1,5 @@
 import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
 import * as SqlSchema from "@effect/sql/SqlSchema"
 import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
@@ -44,9 +45,34 @@ interface Creation {
 const NewIntentRow = Tables.Intents.row.omit("status_reason", "cancel_requested_at")
 const newIntentColumns = Tables.columnList(NewIntentRow)
 
-/** One creation as the creation statement reads it: its intent's row, its event's id and its place in the batch. */
-const CreationRow = Schema.Struct({ ...NewIntentRow.fields, event_id: Schema.String, ord: Schema.Int })
-const creationRecordset = Tables.recordsetTypes(CreationRow, { ...Tables.Intents.types, event_id: "text", ord: "int" })
+/**
+ * One creation as the creation statement reads it: its intent's row, its event's id, its place in
+ * the batch, and the monthly quota it is counted against (its period and limit; none for a test
+ * intent).
+ */
+const CreationRow = Schema.Struct({
+  ...NewIntentRow.fields,
+  event_id: Schema.String,
+  ord: Schema.Int,
+  quota_period: Schema.NullOr(Schema.String),
+  quota_limit: Schema.NullOr(Schema.Int)
+})
+const creationRecordset = Tables.recordsetTypes(CreationRow, {
+  ...Tables.Intents.types,
+  event_id: "text",
+  ord: "int",
+  quota_period: "date",
+  quota_limit: "int"
+})
+
+/** The check that refuses a monthly count past its limit (migration `0018_usage_within_limit`). */
+const WITHIN_LIMIT = "intent_usage_within_limit"
+
+/** Whether a creation's statement failed because it would have counted a user past their quota. */
+const isOverQuota = (error: SqlError) =>
+  typeof error.cause === "object" && error.cause !== null &&
+  "code" in error.cause && error.cause.code === "23514" &&
+  "constraint" in error.cause && error.cause.constraint === WITHIN_LIMIT
 
 /** The unique key of an intent: who created it, in which mode, under which of their ids. */
 const IntentKey = Tables.Intents.row.pick("user_id", "mode", "intent_id")
@@ -115,6 +141,13 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
    * Creations, each with its intent, its routing job, the `intent.created` event and its webhook
    * deliveries, with the workers woken at commit, in one statement (one round trip, an atomic
    * whole). An intent whose intent_id is taken is not written: only those written are returned.
+   *
+   * Live creations are counted against their users' monthly quotas in the same statement, after
+   * the duplicate check (a duplicate spends nothing). A user whose new intents in the batch would
+   * pass their quota, as the statement's snapshot counts, gets none of them written: each is then
+   * tried alone, to write those that fit. Should a count have moved past that snapshot meanwhile
+   * (another batch counting the same user's last intents), the database's check of the count
+   * against its limit fails the whole statement, and nothing is written.
    */
   const insertCreations = SqlSchema.findAll({
     Request: Schema.Struct({ rows: Schema.Array(CreationRow), claimed_until: Schema.NullOr(Schema.DateTimeUtcFromDate) }),
@@ -123,12 +156,32 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
       sql`${prepared}
         WITH input AS (
           SELECT * FROM json_to_recordset(${JSON.stringify(rows)}::json) AS x(${sql.literal(creationRecordset)})
+        ), over_quota AS (
+          SELECT x.user_id, x.quota_period FROM input x
+          WHERE x.quota_limit IS NOT NULL AND NOT EXISTS (
+            SELECT 1 FROM intents i WHERE i.user_id = x.user_id AND i.mode = x.mode AND i.intent_id = x.intent_id
+          )
+          GROUP BY x.user_id, x.quota_period
+          HAVING count(DISTINCT (x.mode, x.intent_id)) + COALESCE((
+            SELECT u.count FROM intent_usage u WHERE u.user_id = x.user_id AND u.period_start = x.quota_period
+          ), 0) > min(x.quota_limit)
         ), created AS (
           INSERT INTO intents (${sql.literal(newIntentColumns)})
           SELECT ${sql.literal(newIntentColumns)}
-          FROM input ORDER BY ord
+          FROM input x
+          WHERE NOT EXISTS (SELECT 1 FROM over_quota o WHERE o.user_id = x.user_id AND o.quota_period = x.quota_period)
+          ORDER BY ord
           ON CONFLICT (user_id, mode, intent_id) DO NOTHING
           RETURNING *
+        ), usage AS (
+          INSERT INTO intent_usage (user_id, period_start, count, monthly_limit)
+          SELECT x.user_id, x.quota_period, count(*), min(x.quota_limit)
+          FROM created i JOIN input x ON x.id = i.id
+          WHERE x.quota_limit IS NOT NULL
+          GROUP BY x.user_id, x.quota_period
+          ORDER BY x.user_id, x.quota_period
+          ON CONFLICT (user_id, period_start)
+            DO UPDATE SET count = intent_usage.count + EXCLUDED.count, monthly_limit = EXCLUDED.monthly_limit
         ), job AS (
           INSERT INTO routing_jobs (intent_id, kind, run_at, created_at, locked_until, claims)
           SELECT id, 'submit', created_at, created_at, ${claimed_until}::timestamptz, ${claimed_until === null ? 0 : 1}
@@ -150,18 +203,6 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
     execute: (keys) =>
       sql`SELECT id, user_id, mode, intent_id FROM intents
           WHERE ${sql.or(keys.map((key) => sql`(user_id = ${key.user_id} AND mode = ${key.mode} AND intent_id = ${key.intent_id})`))}`
-  })
-
-  /** Counts one intent against the quota; none when the quota is spent. */
-  const countUsage = SqlSchema.findOne({
-    Request: Schema.Struct({ user_id: UserId, period: Schema.String, limit: Schema.Int }),
-    Result: Schema.Struct({ count: Schema.Int }),
-    execute: ({ limit, period, user_id }) =>
-      sql`
-        INSERT INTO intent_usage (user_id, period_start, count) VALUES (${user_id}, ${period}, 1)
-        ON CONFLICT (user_id, period_start)
-          DO UPDATE SET count = intent_usage.count + 1 WHERE intent_usage.count < ${limit}
-        RETURNING count`
   })
 
   const selectUsage = SqlSchema.findOne({
@@ -323,13 +364,18 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
       true
     )
 
-  const creationRow = (input: NewIntent, eventId: string, now: DateTime.Utc, ord: number): typeof CreationRow.Type => ({
+  const creationRow = (
+    { eventId, input, now, quota }: Creation & { readonly input: NewIntent },
+    ord: number
+  ): typeof CreationRow.Type => ({
     ...input,
     status: "pending",
     created_at: now,
     updated_at: now,
     event_id: eventId,
-    ord
+    ord,
+    quota_period: quota?.period ?? null,
+    quota_limit: quota?.limit ?? null
   })
 
   /**
@@ -358,61 +404,55 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
       handoff.value.hand(written.flatMap(({ brokerKind, input }) => brokerKind === undefined ? [] : [submission(input, brokerKind)]))
     })
 
-  /** One creation; with a quota, the count joins it in a transaction. */
+  const quotaExceeded = ({ quota }: Creation) => new QuotaExceeded({ retry_after: quota?.retryAfter ?? 0 })
+
+  /**
+   * One creation alone. Not written, it answers with the intent that holds its intent_id: itself
+   * when an earlier try committed and only its acknowledgement was lost (its id is ours), another
+   * as a duplicate; held by none, its quota was spent.
+   */
   const createOne = Effect.fnUntraced(
     function*(input: NewIntent, creation: Creation) {
-      const { eventId, now, quota } = creation
       const claimedUntil = yield* claimFor([creation])
-      const written = Effect.gen(function*() {
-        const inserted = yield* insertCreations({ rows: [creationRow(input, eventId, now, 0)], claimed_until: claimedUntil })
-        if (inserted.length === 0) {
-          // The intent_id is taken. If by this very intent (its id is ours), an earlier try committed and
-          // only its acknowledgement was lost: answer as that try would have.
-          const [existing] = yield* selectHolders([input])
-          return existing?.id === input.id
-            ? { intent: intentCreated(input, now), inserted: false }
-            : yield* new DuplicateIntent({ existing: existing?.id })
-        }
-        if (quota !== undefined) {
-          // Counted after the insert, so that a duplicate spends nothing; over quota, the
-          // transaction's rollback takes the intent back.
-          const counted = yield* countUsage({ user_id: input.user_id, period: quota.period, limit: quota.limit })
-          if (Option.isNone(counted)) return yield* new QuotaExceeded({ retry_after: quota.retryAfter })
-        }
-        return { intent: intentCreated(input, now), inserted: true }
-      })
-      const { inserted, intent } = yield* (quota === undefined ? written : sql.withTransaction(written))
-      if (inserted) yield* handOver(claimedUntil, [{ ...creation, input }])
-      return intent
+      const inserted = yield* insertCreations({ rows: [creationRow({ ...creation, input }, 0)], claimed_until: claimedUntil })
+        .pipe(Effect.catchIf((error) => error._tag === "SqlError" && isOverQuota(error), () => quotaExceeded(creation)))
+      if (inserted.length === 0) {
+        const [existing] = yield* selectHolders([input])
+        if (existing?.id === input.id) return intentCreated(input, creation.now)
+        if (existing === undefined && creation.quota !== undefined) return yield* quotaExceeded(creation)
+        return yield* new DuplicateIntent({ existing: existing?.id })
+      }
+      yield* handOver(claimedUntil, [{ ...creation, input }])
+      return intentCreated(input, creation.now)
     },
     orDie,
     Tracing.span("IntentRepository.create")
   )
 
   /**
-   * Creations without a quota that arrive together, in one statement and one commit: each is
-   * answered after that commit, with its intent or, when its intent_id was taken (by an earlier
-   * intent or an earlier creation of the same batch), the intent that holds it. Should the batch
-   * fail as a whole, each creation is tried alone, so that one bad creation fails no other; one whose
-   * batch did commit (only the answer was lost) finds its own intent and answers as the batch would have.
+   * Creations that arrive together, in one statement and one commit: each is answered after that
+   * commit, with its intent or, when its intent_id was taken (by an earlier intent or an earlier
+   * creation of the same batch), the intent that holds it. A live creation not written and whose
+   * intent_id no intent holds was held back by its user's quota: those are tried alone, in the
+   * order they came, to write the ones that still fit. Should the batch fail as a whole, each
+   * creation is tried alone, so that one bad creation fails no other; one whose batch did commit
+   * (only the answer was lost) finds its own intent and answers as the batch would have.
    */
   const createBatch = (creations: ReadonlyArray<Creation & { readonly input: NewIntent }>) =>
     Effect.gen(function*() {
       const claimedUntil = yield* claimFor(creations)
-      const inserted = yield* insertCreations({
-        rows: creations.map(({ eventId, input, now }, ord) => creationRow(input, eventId, now, ord)),
-        claimed_until: claimedUntil
-      })
+      const inserted = yield* insertCreations({ rows: creations.map(creationRow), claimed_until: claimedUntil })
       const createdIds = new Set<string>(inserted.map((row) => row.id))
       yield* handOver(claimedUntil, creations.filter(({ input }) => createdIds.has(input.id)))
       const [first, ...rest] = creations.filter(({ input }) => !createdIds.has(input.id)).map(({ input }) => input)
       const holders = first === undefined ? [] : yield* selectHolders([first, ...rest])
       const holderOf = new Map(holders.map((row) => [keyOf(row), row.id]))
-      return creations.map(({ input, now }): Exit.Exit<TradeIntent, DuplicateIntent> => {
+      return yield* Effect.forEach(creations, (creation): Effect.Effect<Exit.Exit<TradeIntent, DuplicateIntent | QuotaExceeded>> => {
+        const { input, now, quota } = creation
         const holder = holderOf.get(keyOf(input))
-        return createdIds.has(input.id) || holder === input.id
-          ? Exit.succeed(intentCreated(input, now))
-          : Exit.fail(new DuplicateIntent({ existing: holder }))
+        if (createdIds.has(input.id) || holder === input.id) return Exit.succeed(Exit.succeed(intentCreated(input, now)))
+        if (holder === undefined && quota !== undefined) return Effect.exit(createOne(input, creation))
+        return Exit.succeed(Exit.fail(new DuplicateIntent({ existing: holder })))
       })
     }).pipe(
       Effect.catchTags({
@@ -436,9 +476,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
 
   return identity<Context.Tag.Service<typeof IntentRepository>>({
     create: (input, options) =>
-      options.quota === undefined
-        ? createBatched({ input, ...options }).pipe(Tracing.span("IntentRepository.create", { attributes: { batched: true } }))
-        : createOne(input, options),
+      createBatched({ input, ...options }).pipe(Tracing.span("IntentRepository.create", { attributes: { batched: true } })),
 
     monthlyUsage: Effect.fnUntraced(function*(userId: UserId, period: string) {
       return Option.match(yield* selectUsage({ user_id: userId, period }), { onNone: () => 0, onSome: (row) => row.count })
