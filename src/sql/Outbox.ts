@@ -93,6 +93,16 @@ export interface LockedState extends RoutingState {
 
 /** Routing work to add, or to move to `run_at` if already queued. */
 const NewJob = Tables.RoutingJobs.row.pick("intent_id", "kind", "run_at", "created_at")
+const newJobColumns = Tables.columnList(NewJob)
+const newJobRecordset = Tables.recordsetTypes(NewJob, Tables.RoutingJobs.types)
+const encodeNewJobs = Schema.encodeSync(Schema.Array(NewJob))
+
+/** Routing work to queue: the intent, what to do, and when. */
+export interface Work {
+  readonly intentId: IntentId
+  readonly kind: JobKind
+  readonly runAt: DateTime.Utc
+}
 
 /** A status change to write: the intent's new status and reason, with its event. */
 export interface Change {
@@ -119,16 +129,21 @@ export const make = (sql: SqlClient.SqlClient, newEventId: Effect.Effect<string>
         ORDER BY i.id FOR UPDATE OF i`
   })
 
-  const insertJob = SqlSchema.void({
-    Request: NewJob,
-    execute: (job) =>
-      sql`WITH job AS (
-            INSERT INTO routing_jobs (${sql.literal(Tables.columnList(NewJob))})
-            VALUES (${job.intent_id}, ${job.kind}, ${job.run_at}, ${job.created_at})
-            ON CONFLICT (intent_id, kind) DO UPDATE SET run_at = EXCLUDED.run_at, version = routing_jobs.version + 1
-          )
-          SELECT pg_notify(${ROUTING_CHANNEL}, ${job.kind})`
-  })
+  /**
+   * Routing work added, or the same work already queued moved to its new time, as a common table
+   * expression; the workers are woken when the transaction commits. A job a worker is running
+   * keeps its lease: its `version` moves on, so that the worker hands it back to run again
+   * instead of deleting it when done.
+   */
+  const queued = (work: ReadonlyArray<Work>, at: DateTime.Utc) => {
+    const jobs = encodeNewJobs(work.map(({ intentId, kind, runAt }) => ({ intent_id: intentId, kind, run_at: runAt, created_at: at })))
+    return sql`jobs_queued AS (
+        INSERT INTO routing_jobs (${sql.literal(newJobColumns)})
+        SELECT ${sql.literal(newJobColumns)} FROM json_to_recordset(${JSON.stringify(jobs)}::json) AS j(${sql.literal(newJobRecordset)})
+        ON CONFLICT (intent_id, kind) DO UPDATE SET run_at = EXCLUDED.run_at, version = routing_jobs.version + 1
+        RETURNING pg_notify(${ROUTING_CHANNEL}, routing_jobs.kind)
+      )`
+  }
 
   /**
    * Locks the intents, in the order of their ids (so that transactions locking several never wait
@@ -190,12 +205,10 @@ export const make = (sql: SqlClient.SqlClient, newEventId: Effect.Effect<string>
     apply: (intentId: IntentId, transition: Transition, at: Date, also?: Statement.Fragment) =>
       applyAll([{ intentId, transition }], at, also),
 
-    /**
-     * Adds routing work, or sets the time of the same work already queued, and wakes the workers
-     * when the transaction commits. A job a worker is running keeps its lease: its `version` moves
-     * on, so that the worker hands it back to run again instead of deleting it when done.
-     */
+    queued,
+
+    /** {@link queued} work for one intent, in a statement of its own. */
     enqueue: (intentId: IntentId, kind: JobKind, runAt: DateTime.Utc, at: DateTime.Utc) =>
-      insertJob({ intent_id: intentId, kind, run_at: runAt, created_at: at })
+      Effect.asVoid(sql`WITH ${queued([{ intentId, kind, runAt }], at)} SELECT 1`)
   }
 }

@@ -14,7 +14,7 @@ import { CREDENTIALS_REFUSED_REASON } from "../domain/Broker.js"
 import { type BrokerError, BrokerGateway, type BrokerOrder, type BrokerRejected } from "../services/brokers/BrokerGateway.js"
 import { ROUTING_CHANNEL } from "../sql/Channels.js"
 import { RoutingHandoff } from "../services/routing/RoutingHandoff.js"
-import { type Job, type Recorded, type RoutingContext, RoutingRepository } from "../services/routing/RoutingRepository.js"
+import { type FollowUp, type Job, type RoutingContext, RoutingRepository } from "../services/routing/RoutingRepository.js"
 import * as JobLoop from "./JobLoop.js"
 import { delays } from "./RetryConfig.js"
 import * as Tracing from "../Tracing.js"
@@ -92,19 +92,16 @@ export const make = (options: RoutingOptions) =>
       })
 
     /**
-     * After a resting order is recorded: pass on a cancel that arrived meanwhile, or watch a day
-     * order. `recorded` is the intent as the recording's lock left it.
+     * What follows a submission's order should it stay open (`FollowUp`): a cancel the client asked
+     * for meanwhile, which the recording's lock reads; for a day order, a check at the end of the
+     * day, unless its broker streams its orders' updates (it says when a day order expires, and
+     * its open orders are reconciled periodically).
      */
-    const followUp = (context: RoutingContext, recorded: Recorded) =>
-      Effect.gen(function*() {
-        if (isFinal(recorded.status)) return
-        if (recorded.cancelRequested) return yield* repository.enqueue(context.intentId, "cancel", yield* DateTime.now)
-        // A broker that streams its orders' updates says when a day order expires, and its open orders
-        // are reconciled periodically: only the others are asked at the end of the day.
-        if (context.spec.time_in_force === "day" && !broker.streaming.includes(context.connection.kind)) {
-          yield* repository.enqueue(context.intentId, "sync", endOfDay(yield* DateTime.now))
-        }
-      })
+    const followUpOf = (context: RoutingContext, now: DateTime.Utc): FollowUp => ({
+      syncAt: context.spec.time_in_force === "day" && !broker.streaming.includes(context.connection.kind)
+        ? endOfDay(now)
+        : undefined
+    })
 
     /**
      * A cancel that arrived before any order was recorded. Only a submission never claimed before
@@ -125,14 +122,10 @@ export const make = (options: RoutingOptions) =>
         yield* recorded(context, job, found.right.value)
       })
 
-    /** Records the order a submission placed (or found), then follows it up; the job ends. */
+    /** Records the order a submission placed (or found) and queues what follows it; the job ends with the recording. */
     const recorded = (context: RoutingContext, job: Job, order: BrokerOrder) =>
-      Effect.gen(function*() {
-        // A final order leaves nothing to follow up: the job ends in the transaction that records it.
-        if (!isResting(order)) return yield* Effect.asVoid(repository.record(context.intentId, order, job))
-        yield* followUp(context, yield* repository.record(context.intentId, order))
-        yield* repository.finish(job)
-      })
+      Effect.flatMap(DateTime.now, (now) =>
+        Effect.asVoid(repository.record(context.intentId, order, job, followUpOf(context, now))))
 
     /**
      * A broker call that got no usable answer: refused credentials fail the intent (the broker
@@ -226,10 +219,10 @@ export const make = (options: RoutingOptions) =>
     /**
      * Jobs that start together (handed over together at creation, or claimed together), run as
      * one: the submissions no claim may have acted on yet are placed with one call to the broker,
-     * and the orders that call filled or rejected at once are recorded in one transaction, which
-     * also ends their jobs. Whatever is left of a job (an order resting at the broker, a broker
-     * that gave no usable answer, every other kind of job) carries on alone, as `process` would take it
-     * from there.
+     * and the orders that call placed are recorded in one transaction, which also queues what
+     * follows those left open and ends their jobs. Whatever is left of a job (a broker that gave
+     * no usable answer, every other kind of job) carries on alone, as `process` would take it from
+     * there.
      */
     const processTogether = (
       jobs: ReadonlyArray<Job>,
@@ -250,17 +243,16 @@ export const make = (options: RoutingOptions) =>
         const settled: Array<{ readonly job: Job; readonly context: RoutingContext; readonly order: BrokerOrder }> = []
         fresh.forEach(({ context, job }, i) => {
           const answer = answers[i] ?? Exit.die(new Error("a submission went unanswered"))
-          if (Exit.isSuccess(answer) && !isResting(answer.value)) return settled.push({ job, context, order: answer.value })
-          const rest = Exit.isSuccess(answer)
-            ? recorded(context, job, answer.value)
-            : Either.match(Cause.failureOrCause(answer.cause), {
-              onLeft: (error) => submit(context, job, Either.left(error)),
-              onRight: Effect.failCause
-            })
+          if (Exit.isSuccess(answer)) return settled.push({ job, context, order: answer.value })
+          const rest = Either.match(Cause.failureOrCause(answer.cause), {
+            onLeft: (error) => submit(context, job, Either.left(error)),
+            onRight: Effect.failCause
+          })
           alone.push([job, traced(job)(rest)])
         })
+        const now = yield* DateTime.now
         const records = settled.length === 0 ? [] : yield* repository.recordMany(
-          settled.map(({ context, job, order }) => ({ intentId: context.intentId, order, done: job }))
+          settled.map(({ context, job, order }) => ({ intentId: context.intentId, order, done: job, followUp: followUpOf(context, now) }))
         )
         // A recorded job has ended with its recording: nothing is left of it, its slot is free.
         const finished: Array<Job> = []

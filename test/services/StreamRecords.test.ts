@@ -85,7 +85,7 @@ for (const [name, database] of backends) {
           expect(untouched).toMatchObject({ status: "pending", orders: [] })
 
           const heard = yield* routing.recordHeard(connectionId, input.id, filled)
-          expect(heard).toEqual(Option.some(expect.objectContaining({ status: "filled", filled: 10, cancelRequested: false })))
+          expect(heard).toEqual(Option.some(expect.objectContaining({ status: "filled", filled: 10 })))
           // Final: a later word changes nothing, not even the order.
           expect(yield* routing.recordHeard(connectionId, input.id, order(input.id, "new", []))).toEqual(Option.none())
           expect(yield* routing.recordHeard(connectionId, IntentId.make(randomUUID()), filled)).toEqual(Option.none())
@@ -93,23 +93,59 @@ for (const [name, database] of backends) {
           expect(intent.orders.map((o) => [o.status, o.fills.length])).toEqual([["filled", 1]])
         }))
 
-      it.effect("a cancel after the client asked for one is the client's; a recording reads whether one was asked", () =>
+      it.effect("a cancel heard after the client asked for one is the client's", () =>
         Effect.gen(function*() {
           const routing = yield* RoutingRepository
           const intents = yield* IntentRepository
           const { connectionId, input, owner } = yield* liveIntent()
-          const resting = yield* routing.record(input.id, order(input.id, "new", []))
-          expect(resting.cancelRequested).toBe(false)
+          yield* routing.record(input.id, order(input.id, "new", []))
           const options = { now: yield* DateTime.now, eventId: eventId() }
           expect(yield* intents.requestCancel(owner, input.id, options)).toBe("requested")
-          const partial = yield* routing.record(input.id, order(input.id, "partially_filled", [["c-1", 4]]))
-          expect(partial).toMatchObject({ status: "partially_filled", cancelRequested: true })
-
           const canceled = { ...order(input.id, "new", [["c-1", 4]]), status: "canceled" as const }
           const heard = yield* routing.recordHeard(connectionId, input.id, canceled)
           expect(heard).toEqual(Option.some(expect.objectContaining({ status: "canceled", reason: CANCELED_BY_CLIENT })))
           const intent = yield* Effect.flatten(intents.findById(owner, input.id))
           expect(intent).toMatchObject({ status: "canceled", status_reason: CANCELED_BY_CLIENT })
+        }))
+    })
+
+    describe("a submission's order left open", () => {
+      it.effect("ends the submission in its recording's transaction and queues what follows: a cancel asked for, else a check", () =>
+        Effect.gen(function*() {
+          const routing = yield* RoutingRepository
+          const intents = yield* IntentRepository
+          const sql = yield* SqlClient.SqlClient
+          const jobsOf = (id: string) =>
+            sql<{ kind: string; run_at: Date }>`SELECT kind, run_at FROM routing_jobs WHERE intent_id = ${id} ORDER BY kind`
+          const checked = yield* liveIntent()
+          const asked = yield* liveIntent()
+          const filled = yield* liveIntent()
+          const claimed = yield* routing.claim(100, Duration.seconds(30))
+          const submission = (id: string) => claimed.find((job) => job.intentId === id)
+          const now = yield* DateTime.now
+          const syncAt = DateTime.add(now, { hours: 8 })
+          // The client asks to cancel before the submission's answer is recorded.
+          expect(yield* intents.requestCancel(asked.owner, asked.input.id, { now, eventId: eventId() })).toBe("requested")
+
+          const answered = (id: IntentId, status: "new" | "partially_filled" | "filled", fills: ReadonlyArray<[string, number]>) =>
+            ({ intentId: id, order: order(id, status, fills), done: submission(id), followUp: { syncAt } })
+          const recorded = yield* routing.recordMany([
+            answered(checked.input.id, "new", []),
+            answered(asked.input.id, "partially_filled", [["a-1", 4]]),
+            answered(filled.input.id, "filled", [["f-1", 10]])
+          ])
+          expect(recorded.map((exit) => exit._tag)).toEqual(["Success", "Success", "Success"])
+          expect((yield* jobsOf(checked.input.id)).map((job) => [job.kind, job.run_at.toISOString()])).toEqual([
+            ["sync", DateTime.formatIso(syncAt)]
+          ])
+          expect((yield* jobsOf(asked.input.id)).map((job) => job.kind)).toEqual(["cancel"])
+          // Nothing follows a final intent.
+          expect(yield* jobsOf(filled.input.id)).toEqual([])
+          // Without a follow-up, the job ends and nothing is queued.
+          const plain = yield* liveIntent()
+          const [job] = (yield* routing.claim(100, Duration.seconds(30))).filter((j) => j.intentId === plain.input.id)
+          yield* routing.record(plain.input.id, order(plain.input.id, "new", []), job)
+          expect(yield* jobsOf(plain.input.id)).toEqual([])
         }))
     })
 

@@ -41,16 +41,26 @@ export interface RoutingContext {
   readonly filled: number
 }
 
-/** The broker's word about an intent's order, to record; with `done`, the job that ends with it. */
+/**
+ * The broker's word about an intent's order, to record; with `done`, the job that ends with it;
+ * with `followUp`, the work that follows an order left open, queued with it.
+ */
 export interface Recording {
   readonly intentId: IntentId
   readonly order: BrokerOrder
   readonly done?: Job | undefined
+  readonly followUp?: FollowUp | undefined
 }
 
-/** A recorded word's transition, and whether the client had asked for a cancel, as the recording's lock read it. */
-export interface Recorded extends Transition {
-  readonly cancelRequested: boolean
+/**
+ * What follows a submission whose order the broker left open, queued in the transaction that
+ * records it, under the intent's lock: the cancel the client asked for before that lock, if any
+ * (a cancel asked for later waits for the lock, then finds the order and queues its own); else,
+ * with `syncAt`, a check of the order then (a day order at a broker that does not stream its
+ * updates). Nothing follows an intent the recording left final.
+ */
+export interface FollowUp {
+  readonly syncAt: DateTime.Utc | undefined
 }
 
 /** An intent whose order may still change at the broker. */
@@ -74,23 +84,24 @@ export class RoutingRepository extends Context.Tag("RoutingRepository")<RoutingR
   readonly extend: (jobs: ReadonlyArray<Job>, lease: Duration.Duration) => Effect.Effect<void>
   /**
    * Records the broker's word about the order: the order, new fills, the transition and its event;
-   * with `done`, also finishes that job (as `finish` does) in the same transaction. Records that
-   * arrive together may share that transaction; inside a caller's transaction, it is the caller's.
+   * with `done`, also finishes that job (as `finish` does) in the same transaction, and with
+   * `followUp`, queues there what follows an order left open. Records that arrive together may
+   * share that transaction; inside a caller's transaction, it is the caller's.
    */
-  readonly record: (intentId: IntentId, order: BrokerOrder, done?: Job) => Effect.Effect<Recorded>
+  readonly record: (intentId: IntentId, order: BrokerOrder, done?: Job, followUp?: FollowUp) => Effect.Effect<Transition>
   /**
    * Records a word the broker volunteered about an order of `connectionId` (its update stream, the
    * mock market's fills), as `record` would, while the intent is open and routed through that
    * connection: none otherwise (the intent is gone, final, or another's). A cancel the client
    * asked for is recorded as the client's (`heardReason`).
    */
-  readonly recordHeard: (connectionId: BrokerId, intentId: IntentId, order: BrokerOrder) => Effect.Effect<Option.Option<Recorded>>
+  readonly recordHeard: (connectionId: BrokerId, intentId: IntentId, order: BrokerOrder) => Effect.Effect<Option.Option<Transition>>
   /**
-   * Records many words at once, each as `record` would: in one transaction with the recordings
-   * arriving meanwhile (should it fail, each recorded alone), or in the caller's transaction.
-   * Each is answered with its own exit, in the order given.
+   * Records many words at once, each as `record` would, with its follow-up: in one transaction
+   * with the recordings arriving meanwhile (should it fail, each recorded alone), or in the
+   * caller's transaction. Each is answered with its own exit, in the order given.
    */
-  readonly recordMany: (recordings: ReadonlyArray<Recording>) => Effect.Effect<ReadonlyArray<Exit.Exit<Recorded>>>
+  readonly recordMany: (recordings: ReadonlyArray<Recording>) => Effect.Effect<ReadonlyArray<Exit.Exit<Transition>>>
   /** Routing gave up (the broker certainly holds no order); with `done`, that job ends with it. */
   readonly fail: (intentId: IntentId, reason: string, done?: Job) => Effect.Effect<Transition>
   /**

@@ -31,7 +31,7 @@ import * as Batched from "../../sql/Batched.js"
 import { orDie } from "../../sql/Defects.js"
 import * as Outbox from "../../sql/Outbox.js"
 import * as Tables from "../../sql/Tables.js"
-import type { Job, Recorded, Recording, RoutingContext, RoutingRepository } from "./RoutingRepository.js"
+import type { FollowUp, Job, Recording, RoutingContext, RoutingRepository } from "./RoutingRepository.js"
 import * as Tracing from "../../Tracing.js"
 
 /** A word to record, heard on the update stream of connection `via` when set. */
@@ -278,6 +278,14 @@ export const make = Effect.gen(function*() {
       return transition
     }, sql.withTransaction, orDie, Tracing.span(span))
 
+  /** The work that follows an order left open (see {@link FollowUp}), if any. */
+  const nextWork = (intentId: IntentId, followUp: FollowUp, cancelRequested: boolean, now: DateTime.Utc): Outbox.Work | undefined =>
+    cancelRequested
+      ? { intentId, kind: "cancel", runAt: now }
+      : followUp.syncAt === undefined
+      ? undefined
+      : { intentId, kind: "sync", runAt: followUp.syncAt }
+
   /**
    * Records the broker's word about orders, each of a different intent: the intents locked and
    * read in one statement, the orders and new fills written in one, the transitions with their
@@ -287,7 +295,7 @@ export const make = Effect.gen(function*() {
   const recordEach = (recordings: ReadonlyArray<Heard>, now: DateTime.Utc) =>
     Effect.gen(function*() {
       const states = yield* lockStates(recordings.map(({ intentId }) => intentId))
-      const planned = yield* Effect.forEach(recordings, ({ done, intentId, order, via }) =>
+      const planned = yield* Effect.forEach(recordings, ({ done, followUp, intentId, order, via }) =>
         Effect.gen(function*() {
           const state = states.get(intentId)
           // A word heard on a connection's stream is left out when the intent is gone, final, or
@@ -317,19 +325,25 @@ export const make = Effect.gen(function*() {
             created_at: now,
             updated_at: now
           }
-          return { intentId, transition, done, row, fills, cancelRequested: state.cancelRequested }
+          const next = followUp === undefined || isFinal(transition.status)
+            ? undefined
+            : nextWork(intentId, followUp, state.cancelRequested, now)
+          return { intentId, transition, done, row, fills, next }
         }))
       const written = planned.filter((plan) => plan !== undefined)
       const [first, ...rest] = written
-      if (first === undefined) return planned.map(() => Option.none<Recorded>())
+      if (first === undefined) return planned.map(() => Option.none<Transition>())
       yield* saveOrders({ orders: [first.row, ...rest.map(({ row }) => row)], fills: written.flatMap(({ fills }) => fills) })
       // Every intent whose orders and fills were saved is written now: a changed one by its
-      // transition, the others by rebuilding their documents.
+      // transition, the others by rebuilding their documents; the work that follows is queued.
       const unchanged = written.filter(({ transition }) => !transition.changed).map(({ intentId }) => intentId)
-      yield* applyAll(written, DateTime.toDate(now), endings(written, rebuildDocuments(unchanged)))
-      return planned.map((plan) =>
-        plan === undefined ? Option.none<Recorded>() : Option.some({ ...plan.transition, cancelRequested: plan.cancelRequested })
+      const next = written.flatMap(({ next }) => next === undefined ? [] : [next])
+      yield* applyAll(
+        written,
+        DateTime.toDate(now),
+        endings(written, [...rebuildDocuments(unchanged), ...(next.length === 0 ? [] : [transitions.queued(next, now)])])
       )
+      return planned.map((plan) => plan === undefined ? Option.none<Transition>() : Option.some(plan.transition))
     })
 
   /**
@@ -339,7 +353,7 @@ export const make = Effect.gen(function*() {
   const recordAll = (recordings: ReadonlyArray<Heard>) =>
     Effect.gen(function*() {
       const now = yield* DateTime.now
-      const answers: Array<Option.Option<Recorded>> = []
+      const answers: Array<Option.Option<Transition>> = []
       for (const round of Batched.rounds(recordings, ({ intentId }) => intentId)) {
         const recorded = yield* recordEach(round.map(([, recording]) => recording), now)
         round.forEach(([index], i) => {
@@ -351,7 +365,7 @@ export const make = Effect.gen(function*() {
     }).pipe(sql.withTransaction, orDie)
 
   /** The answer to the recording at `index`; a defect should the batch have left it out. */
-  const answerOf = (answers: ReadonlyArray<Option.Option<Recorded>>, index: number): Exit.Exit<Option.Option<Recorded>> => {
+  const answerOf = (answers: ReadonlyArray<Option.Option<Transition>>, index: number): Exit.Exit<Option.Option<Transition>> => {
     const answer = answers.at(index)
     return answer === undefined ? Exit.die(new Error("a recording went unanswered")) : Exit.succeed(answer)
   }
@@ -380,7 +394,7 @@ export const make = Effect.gen(function*() {
         : recordBatched(recordings))
 
   /** A word recorded whatever the intent's state (only a word heard on a stream is ever left out). */
-  const certain = (exit: Exit.Exit<Option.Option<Recorded>>): Exit.Exit<Recorded> =>
+  const certain = (exit: Exit.Exit<Option.Option<Transition>>): Exit.Exit<Transition> =>
     Exit.flatMap(exit, Option.match({
       onNone: () => Exit.die(new Error("a recording not heard on a stream was left out")),
       onSome: Exit.succeed
@@ -414,8 +428,8 @@ export const make = Effect.gen(function*() {
       yield* extendLeases({ until, jobs: [first, ...rest] })
     }, orDie, Tracing.span("RoutingRepository.extend")),
 
-    record: (intentId: IntentId, order: BrokerOrder, done?: Job) =>
-      Batched.single(recordMany)({ intentId, order, done }).pipe(
+    record: (intentId: IntentId, order: BrokerOrder, done?: Job, followUp?: FollowUp) =>
+      Batched.single(recordMany)({ intentId, order, done, followUp }).pipe(
         Tracing.span("RoutingRepository.record", { attributes: { intent_id: intentId } })
       ),
 

@@ -31,7 +31,7 @@ const logChange = (intentId: IntentId) => (transition: Transition) =>
  */
 export const logged = (repository: RoutingRepository["Type"]): RoutingRepository["Type"] => ({
   ...repository,
-  record: (intentId, order, done) => Effect.tap(repository.record(intentId, order, done), logChange(intentId)),
+  record: (intentId, order, done, followUp) => Effect.tap(repository.record(intentId, order, done, followUp), logChange(intentId)),
   recordHeard: (connectionId, intentId, order) =>
     Effect.tap(repository.recordHeard(connectionId, intentId, order), (recorded) =>
       Option.isSome(recorded) ? logChange(intentId)(recorded.value) : Effect.void),
