@@ -11,7 +11,7 @@ import { TradeIntent } from "../../src/domain/Intent.js"
 import { AccountRepository } from "../../src/services/accounts/AccountRepository.js"
 import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
 import * as Database from "../../src/sql/Database.js"
-import { eventId, newApiKey, newIntent, seedUser, uuid } from "../support/Fixtures.js"
+import { eventId, liveCreator, newApiKey, newIntent, quota, seedUser, uuid } from "../support/Fixtures.js"
 import * as Postgres from "../support/Postgres.js"
 
 const sqlRepositories = Layer.mergeAll(IntentRepository.layerSql(), AccountRepository.layerSql)
@@ -32,8 +32,6 @@ const twoUsersOneIntent = Effect.gen(function*() {
   yield* intents.create(input, { now: yield* DateTime.now, quota: undefined, eventId: eventId() })
   return { ada, bob, input, intents, owner }
 })
-
-const quota = (limit: number) => ({ limit, period: "1970-01-01", retryAfter: 60 })
 
 for (const [name, backend] of backends) {
   layer(backend, { timeout: 60_000 })(`repository contract: ${name}`, (it) => {
@@ -281,57 +279,35 @@ for (const [name, backend] of backends) {
 
       it.effect("holds live creations to the quota, after the duplicate check, and counts only successes", () =>
         Effect.gen(function*() {
-          const intents = yield* IntentRepository
-          const { liveBroker, user } = yield* seedUser
-          const owner = { userId: user.id, mode: "live" as const }
-          const now = yield* DateTime.now
-          const create = (intentId: string) =>
-            intents.create(newIntent(owner, liveBroker.id, { intent_id: intentId }), { now, quota: quota(2), eventId: eventId() })
+          const { create, written } = yield* liveCreator(2)
           yield* create("a")
           expect((yield* Effect.flip(create("a")))._tag).toBe("DuplicateIntent")
           yield* create("b")
           expect(yield* Effect.flip(create("c"))).toMatchObject({ _tag: "QuotaExceeded", retry_after: 60 })
           expect((yield* Effect.flip(create("a")))._tag).toBe("DuplicateIntent")
-          expect((yield* intents.list(owner, { page: 1, pageSize: 100 })).total).toBe(2)
+          expect(yield* written).toBe(2)
         }))
 
       it.effect("concurrent creations at the quota boundary never exceed it", () =>
         Effect.gen(function*() {
-          const intents = yield* IntentRepository
-          const { liveBroker, user } = yield* seedUser
-          const owner = { userId: user.id, mode: "live" as const }
-          const now = yield* DateTime.now
+          const { create, written } = yield* liveCreator(5)
           const results = yield* Effect.all(
-            Array.from({ length: 12 }, (_, i) =>
-              Effect.either(
-                intents.create(newIntent(owner, liveBroker.id, { intent_id: `q-${i}` }), { now, quota: quota(5), eventId: eventId() })
-              )),
+            Array.from({ length: 12 }, (_, i) => Effect.either(create(`q-${i}`))),
             { concurrency: "unbounded" }
           )
           expect(results.filter(Either.isRight)).toHaveLength(5)
-          expect((yield* intents.list(owner, { page: 1, pageSize: 100 })).total).toBe(5)
+          expect(yield* written).toBe(5)
         }))
 
       it.effect("creations arriving together: a user past their quota gets what still fits, in order; others are not held back", () =>
         Effect.gen(function*() {
           const intents = yield* IntentRepository
-          const spent = yield* seedUser
-          const roomy = yield* seedUser
-          const now = yield* DateTime.now
-          const create = (seed: typeof spent, intentId: string, limit: number) =>
-            intents.create(
-              newIntent({ userId: seed.user.id, mode: "live" }, seed.liveBroker.id, { intent_id: intentId }),
-              { now, quota: quota(limit), eventId: eventId() }
-            )
-          const kept = yield* create(spent, "kept", 3)
+          const spent = yield* liveCreator(3)
+          const roomy = yield* liveCreator(3)
+          const kept = yield* spent.create("kept")
           const results = yield* Effect.all([
-            ...["s1", "s2", "s3", "s4"].map((intentId) => Effect.either(create(spent, intentId, 3))),
-            Effect.either(intents.create({ ...newIntent({ userId: spent.user.id, mode: "live" }, spent.liveBroker.id), intent_id: "kept" }, {
-              now,
-              quota: quota(3),
-              eventId: eventId()
-            })),
-            ...["r1", "r2", "r3"].map((intentId) => Effect.either(create(roomy, intentId, 3)))
+            ...["s1", "s2", "s3", "s4", "kept"].map((intentId) => Effect.either(spent.create(intentId))),
+            ...["r1", "r2", "r3"].map((intentId) => Effect.either(roomy.create(intentId)))
           ], { concurrency: "unbounded" })
           const outcome = results.map(Either.match({ onLeft: (error) => error._tag, onRight: () => "created" }))
           expect(outcome.slice(0, 4).filter((o) => o === "created")).toHaveLength(2)
@@ -339,7 +315,7 @@ for (const [name, backend] of backends) {
           // A duplicate is answered as one before the quota is looked at.
           expect(results[4]).toMatchObject({ left: { _tag: "DuplicateIntent", existing: kept.id } })
           expect(outcome.slice(5)).toEqual(["created", "created", "created"])
-          expect((yield* intents.list({ userId: spent.user.id, mode: "live" }, { page: 1, pageSize: 100 })).total).toBe(3)
+          expect(yield* spent.written).toBe(3)
           expect(yield* intents.monthlyUsage(spent.user.id, "1970-01-01")).toBe(3)
           expect(yield* intents.monthlyUsage(roomy.user.id, "1970-01-01")).toBe(3)
         }))

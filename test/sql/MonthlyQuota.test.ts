@@ -1,6 +1,5 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { expect, layer } from "@effect/vitest"
-import * as DateTime from "effect/DateTime"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -9,7 +8,7 @@ import * as Schedule from "effect/Schedule"
 import { AccountRepository } from "../../src/services/accounts/AccountRepository.js"
 import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
 import * as Database from "../../src/sql/Database.js"
-import { eventId, newIntent, seedUser } from "../support/Fixtures.js"
+import { liveCreator } from "../support/Fixtures.js"
 import * as Postgres from "../support/Postgres.js"
 
 const repositories = Layer.mergeAll(IntentRepository.layerSql(), AccountRepository.layerSql)
@@ -18,21 +17,6 @@ const backends = [
   ["PGlite", Database.migrated(Database.pglite(undefined))],
   ["PostgreSQL", Postgres.layerFresh]
 ] as const
-
-const quota = (limit: number) => ({ limit, period: "2026-11-01", retryAfter: 60 })
-
-/** A live user, and a creation of one of their intents against a quota of `limit`. */
-const liveUser = (limit: number) =>
-  Effect.gen(function*() {
-    const intents = yield* IntentRepository
-    const { liveBroker, user } = yield* seedUser
-    const owner = { userId: user.id, mode: "live" as const }
-    const now = yield* DateTime.now
-    const create = (intentId: string) =>
-      intents.create(newIntent(owner, liveBroker.id, { intent_id: intentId }), { now, quota: quota(limit), eventId: eventId() })
-    const written = Effect.map(intents.list(owner, { page: 1, pageSize: 100 }), (page) => page.total)
-    return { create, user, written }
-  })
 
 const usageOf = (userId: string) =>
   Effect.flatMap(
@@ -47,7 +31,7 @@ for (const [name, database] of backends) {
       it.effect("the database refuses a count past the limit it was counted against", () =>
         Effect.gen(function*() {
           const sql = yield* SqlClient.SqlClient
-          const { create, user } = yield* liveUser(2)
+          const { create, user } = yield* liveCreator(2)
           yield* create("a")
           yield* create("b")
           expect(yield* usageOf(user.id)).toEqual([{ count: 2, monthly_limit: 2 }])
@@ -66,7 +50,7 @@ layer(repositories.pipe(Layer.provideMerge(Postgres.layerFresh)), { timeout: 60_
     it.effect("a count moved past the creation's snapshot fails its statement, and the creation alone is refused", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
-        const { create, user, written } = yield* liveUser(3)
+        const { create, user, written } = yield* liveCreator(3)
         yield* create("a")
         yield* create("b")
         // Another batch counts the user's last intent, and holds the count until it commits.

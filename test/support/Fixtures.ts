@@ -4,6 +4,7 @@ import * as Crypto from "node:crypto"
 import { ApiKeyId, BrokerId, IntentId, type Mode, UserId } from "../../src/domain/Ids.js"
 import type { NewIntent, OrderSpec } from "../../src/domain/Intent.js"
 import { AccountRepository } from "../../src/services/accounts/AccountRepository.js"
+import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
 
 export const uuid = () => Crypto.randomUUID()
 
@@ -73,3 +74,22 @@ export const newIntent = (
   ...marketSpec,
   ...overrides
 })
+
+/** A monthly quota of `limit` live intents, for the period starting 1970-01-01, a minute from its end. */
+export const quota = (limit: number) => ({ limit, period: "1970-01-01", retryAfter: 60 })
+
+/**
+ * A new user creating live intents against a quota of `limit`, through the repository under test:
+ * `create` by intent_id, and `written`, how many of their live intents exist.
+ */
+export const liveCreator = (limit: number) =>
+  Effect.gen(function*() {
+    const intents = yield* IntentRepository
+    const seeded = yield* seedUser
+    const owner = { userId: seeded.user.id, mode: "live" as const }
+    const now = yield* DateTime.now
+    const create = (intentId: string) =>
+      intents.create(newIntent(owner, seeded.liveBroker.id, { intent_id: intentId }), { now, quota: quota(limit), eventId: eventId() })
+    const written = Effect.map(intents.list(owner, { page: 1, pageSize: 100 }), (page) => page.total)
+    return { ...seeded, owner, create, written }
+  })
