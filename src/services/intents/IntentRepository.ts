@@ -43,11 +43,10 @@ export class IntentRepository extends Context.Tag("IntentRepository")<IntentRepo
    * Inserts a pending intent. Idempotency rests on the unique (user, mode, intent_id); the quota
    * is counted in the same statement, after the duplicate check, and held by the database, so
    * neither can be overshot. The routing job and the `intent.created` event are written in that
-   * statement too. A retry
-   * of a creation that did commit (same id) answers with the intent, not a duplicate. While the
-   * database is too slow to keep up, a creation is refused at once (`Unavailable`). Given the kind
-   * of broker the intent goes to, the submission may be claimed in that transaction and handed
-   * to this instance's routing worker at commit (see `RoutingHandoff`).
+   * statement too. A retry of a creation that did commit (same id) answers with the intent, not a
+   * duplicate. While the database is too slow to keep up, a creation is refused at once
+   * (`Unavailable`). Given the kind of broker the intent goes to, the submission may be claimed in
+   * that statement and handed to this instance's routing worker at commit (see `RoutingHandoff`).
    */
   readonly create: (
     intent: NewIntent,

@@ -2,6 +2,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as SqlSchema from "@effect/sql/SqlSchema"
 import * as Context from "effect/Context"
+import * as Data from "effect/Data"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import { identity } from "effect/Function"
@@ -73,6 +74,12 @@ const isOverQuota = (error: SqlError) =>
   typeof error.cause === "object" && error.cause !== null &&
   "code" in error.cause && error.cause.code === "23514" &&
   "constraint" in error.cause && error.cause.constraint === WITHIN_LIMIT
+
+/**
+ * A live creation its batch held back with the others of its user, whose new intents would not all
+ * fit their quota: its request tries it alone, to write it if it still fits.
+ */
+class HeldByQuota extends Data.TaggedError("HeldByQuota") {}
 
 /** The unique key of an intent: who created it, in which mode, under which of their ids. */
 const IntentKey = Tables.Intents.row.pick("user_id", "mode", "intent_id")
@@ -433,10 +440,11 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
    * Creations that arrive together, in one statement and one commit: each is answered after that
    * commit, with its intent or, when its intent_id was taken (by an earlier intent or an earlier
    * creation of the same batch), the intent that holds it. A live creation not written and whose
-   * intent_id no intent holds was held back by its user's quota: those are tried alone, in the
-   * order they came, to write the ones that still fit. Should the batch fail as a whole, each
-   * creation is tried alone, so that one bad creation fails no other; one whose batch did commit
-   * (only the answer was lost) finds its own intent and answers as the batch would have.
+   * intent_id no intent holds was held back by its user's quota (`HeldByQuota`): its request tries
+   * it alone, so that those that still fit are written, without holding up the batches. Should
+   * the batch fail as a whole, each creation is tried alone, so that one bad creation fails no
+   * other; one whose batch did commit (only the answer was lost) finds its own intent and answers
+   * as the batch would have.
    */
   const createBatch = (creations: ReadonlyArray<Creation & { readonly input: NewIntent }>) =>
     Effect.gen(function*() {
@@ -447,12 +455,11 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
       const [first, ...rest] = creations.filter(({ input }) => !createdIds.has(input.id)).map(({ input }) => input)
       const holders = first === undefined ? [] : yield* selectHolders([first, ...rest])
       const holderOf = new Map(holders.map((row) => [keyOf(row), row.id]))
-      return yield* Effect.forEach(creations, (creation): Effect.Effect<Exit.Exit<TradeIntent, DuplicateIntent | QuotaExceeded>> => {
-        const { input, now, quota } = creation
+      return creations.map(({ input, now, quota }): Exit.Exit<TradeIntent, DuplicateIntent | QuotaExceeded | HeldByQuota> => {
         const holder = holderOf.get(keyOf(input))
-        if (createdIds.has(input.id) || holder === input.id) return Exit.succeed(Exit.succeed(intentCreated(input, now)))
-        if (holder === undefined && quota !== undefined) return Effect.exit(createOne(input, creation))
-        return Exit.succeed(Exit.fail(new DuplicateIntent({ existing: holder })))
+        if (createdIds.has(input.id) || holder === input.id) return Exit.succeed(intentCreated(input, now))
+        if (holder === undefined && quota !== undefined) return Exit.fail(new HeldByQuota())
+        return Exit.fail(new DuplicateIntent({ existing: holder }))
       })
     }).pipe(
       Effect.catchTags({
@@ -476,7 +483,10 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
 
   return identity<Context.Tag.Service<typeof IntentRepository>>({
     create: (input, options) =>
-      createBatched({ input, ...options }).pipe(Tracing.span("IntentRepository.create", { attributes: { batched: true } })),
+      createBatched({ input, ...options }).pipe(
+        Effect.catchTag("HeldByQuota", () => createOne(input, options)),
+        Tracing.span("IntentRepository.create", { attributes: { batched: true } })
+      ),
 
     monthlyUsage: Effect.fnUntraced(function*(userId: UserId, period: string) {
       return Option.match(yield* selectUsage({ user_id: userId, period }), { onNone: () => 0, onSome: (row) => row.count })
