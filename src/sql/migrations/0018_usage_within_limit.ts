@@ -6,7 +6,7 @@ import * as Effect from "effect/Effect"
  * was last counted against, and a check refuses any count past it. A creation's statement adds
  * the intents it wrote to their users' counts, in batches of many users at once; should two
  * batches race for a user's last intents, the one that would pass the limit fails as a whole,
- * and its creations are tried again one by one. Counts written before this migration have no
+ * and each of its creations is tried again alone. Counts written before this migration have no
  * limit and pass the check until their next creation sets it.
  */
 export default Effect.gen(function*() {
