@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import { identity } from "effect/Function"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import type { ParseError } from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { QuotaExceeded } from "../../domain/Auth.js"
 import { Unavailable } from "../../domain/Errors.js"
@@ -70,8 +71,8 @@ const creationRecordset = Tables.recordsetTypes(CreationRow, {
 const WITHIN_LIMIT = "intent_usage_within_limit"
 
 /** Whether a creation's statement failed because it would have counted a user past their quota. */
-const isOverQuota = (error: SqlError) =>
-  typeof error.cause === "object" && error.cause !== null &&
+const isOverQuota = (error: SqlError | ParseError) =>
+  error._tag === "SqlError" && typeof error.cause === "object" && error.cause !== null &&
   "code" in error.cause && error.cause.code === "23514" &&
   "constraint" in error.cause && error.cause.constraint === WITHIN_LIMIT
 
@@ -422,7 +423,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
     function*(input: NewIntent, creation: Creation) {
       const claimedUntil = yield* claimFor([creation])
       const inserted = yield* insertCreations({ rows: [creationRow({ ...creation, input }, 0)], claimed_until: claimedUntil })
-        .pipe(Effect.catchIf((error) => error._tag === "SqlError" && isOverQuota(error), () => quotaExceeded(creation)))
+        .pipe(Effect.catchIf(isOverQuota, () => quotaExceeded(creation)))
       if (inserted.length === 0) {
         const [existing] = yield* selectHolders([input])
         if (existing?.id === input.id) return intentCreated(input, creation.now)

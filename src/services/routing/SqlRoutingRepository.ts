@@ -278,13 +278,17 @@ export const make = Effect.gen(function*() {
       return transition
     }, sql.withTransaction, orDie, Tracing.span(span))
 
-  /** The work that follows an order left open (see {@link FollowUp}), if any. */
-  const nextWork = (intentId: IntentId, followUp: FollowUp, cancelRequested: boolean, now: DateTime.Utc): Outbox.Work | undefined =>
-    cancelRequested
-      ? { intentId, kind: "cancel", runAt: now }
-      : followUp.syncAt === undefined
-      ? undefined
-      : { intentId, kind: "sync", runAt: followUp.syncAt }
+  /** The work that follows an order the recording left open (see {@link FollowUp}), if any. */
+  const nextWork = (
+    intentId: IntentId,
+    followUp: FollowUp | undefined,
+    state: { readonly status: Transition["status"]; readonly cancelRequested: boolean },
+    now: DateTime.Utc
+  ): Outbox.Work | undefined => {
+    if (followUp === undefined || isFinal(state.status)) return undefined
+    if (state.cancelRequested) return { intentId, kind: "cancel", runAt: now }
+    return followUp.syncAt === undefined ? undefined : { intentId, kind: "sync", runAt: followUp.syncAt }
+  }
 
   /**
    * Records the broker's word about orders, each of a different intent: the intents locked and
@@ -325,9 +329,7 @@ export const make = Effect.gen(function*() {
             created_at: now,
             updated_at: now
           }
-          const next = followUp === undefined || isFinal(transition.status)
-            ? undefined
-            : nextWork(intentId, followUp, state.cancelRequested, now)
+          const next = nextWork(intentId, followUp, { status: transition.status, cancelRequested: state.cancelRequested }, now)
           return { intentId, transition, done, row, fills, next }
         }))
       const written = planned.filter((plan) => plan !== undefined)
