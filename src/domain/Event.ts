@@ -16,6 +16,9 @@ export class IntentEvent extends Schema.Class<IntentEvent>("IntentEvent")({
   data: TradeIntent
 }) {}
 
+/** The most events one read of a reader following the feed (an event stream) takes. */
+export const TAIL_PAGE = 100
+
 /** How long events stay readable through the events API. */
 export const EVENT_RETENTION = Duration.days(30)
 

@@ -2,17 +2,17 @@ import { expect, layer } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as DateTime from "effect/DateTime"
 import * as Deferred from "effect/Deferred"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
-import { EVENT_RETENTION, type EventCursor, FEED_START } from "../../src/domain/Event.js"
+import { EVENT_RETENTION, type EventCursor, FEED_START, TAIL_PAGE } from "../../src/domain/Event.js"
 import type { Owner } from "../../src/domain/Ids.js"
 import * as Services from "../../src/Services.js"
 import { EventRepository } from "../../src/services/events/EventRepository.js"
 import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
 import * as Database from "../../src/sql/Database.js"
+import { batchesOf } from "../support/Batches.js"
 import { eventId, newIntent, seedUser } from "../support/Fixtures.js"
 import * as Postgres from "../support/Postgres.js"
 import * as TestServer from "../support/TestServer.js"
@@ -30,13 +30,13 @@ const createIntent = (owner: Owner, brokerId: Parameters<typeof newIntent>[1]) =
     Effect.flatMap(DateTime.now, (now) => intents.create(newIntent(owner, brokerId), { now, quota: undefined, eventId: eventId() })))
 
 /**
- * The page after `after` once it lists something: a transaction in flight anywhere on the server
- * (another test's) holds events back meanwhile.
+ * The tail after `after` once it lists `count` events (at least one): a transaction in flight
+ * anywhere on the server (another test's) holds events back meanwhile.
  */
-const pageOnceListed = (owner: Owner, after: EventCursor) =>
+const tailOnceListed = (owner: Owner, after: EventCursor, count = 1) =>
   Effect.flatMap(EventRepository, (events) =>
-    Effect.flatMap(retained, (since) => events.page(owner, { after, limit: 10, since })).pipe(
-      Effect.filterOrFail((page) => page.items.length > 0, () => "nothing listed yet"),
+    events.tail(owner, after).pipe(
+      Effect.filterOrFail((tail) => tail.items.length >= count, () => "not listed yet"),
       Effect.retry(Schedule.spaced("20 millis")),
       Effect.timeout("20 seconds")
     ))
@@ -45,23 +45,62 @@ for (const [name, database] of backends) {
   const ports = Services.ports(TestServer.options).pipe(Layer.provideMerge(database))
 
   layer(ports, { timeout: 60_000, excludeTestServices: true })(`the event feed on ${name}`, (it) => {
-    it.effect("an event after the cursor is unread until a page lists it; one written before `since` is not unread", () =>
+    it.effect("a tail lists the owner's events after the cursor, and nothing once read", () =>
       Effect.gen(function*() {
         const events = yield* EventRepository
         const { testBroker, user } = yield* seedUser
         const owner: Owner = { userId: user.id, mode: "test" }
-        expect(yield* events.unread(owner, FEED_START, yield* retained)).toBe(false)
+        expect(yield* events.tail(owner, FEED_START)).toMatchObject({ items: [], hasMore: false, held: false })
         yield* createIntent(owner, testBroker.id)
-        expect(yield* events.unread(owner, FEED_START, yield* retained)).toBe(true)
-        const later = DateTime.addDuration(yield* DateTime.now, Duration.minutes(1))
-        expect(yield* events.unread(owner, FEED_START, later)).toBe(false)
-        const page = yield* pageOnceListed(owner, FEED_START)
-        expect(page.items).toHaveLength(1)
-        expect(yield* events.unread(owner, page.nextCursor, yield* retained)).toBe(false)
+        const tail = yield* tailOnceListed(owner, FEED_START)
+        expect(tail.items).toHaveLength(1)
+        expect(JSON.parse(tail.items[0]!.json)).toMatchObject({ type: "intent.created", data: { broker_id: testBroker.id } })
+        expect(tail.nextCursor).toEqual(tail.items[0]!.cursor)
+        expect(yield* events.tail(owner, tail.nextCursor)).toMatchObject({ items: [], held: false })
         // Another user's events are not this one's.
         const other = yield* seedUser
         yield* createIntent({ userId: other.user.id, mode: "test" }, other.testBroker.id)
-        expect(yield* events.unread(owner, page.nextCursor, yield* retained)).toBe(false)
+        expect(yield* events.tail(owner, tail.nextCursor)).toMatchObject({ items: [], held: false })
+      }))
+
+    it.effect("tails asked for at once share statements, and each gets its own reader's events", () =>
+      Effect.gen(function*() {
+        const events = yield* EventRepository
+        const owners = yield* Effect.forEach(Array.from({ length: 10 }, (_, index) => index), () =>
+          Effect.map(seedUser, ({ testBroker, user }) => ({ owner: { userId: user.id, mode: "test" } as const, brokerId: testBroker.id })))
+        for (const [index, { brokerId, owner }] of owners.entries()) {
+          yield* Effect.repeatN(createIntent(owner, brokerId), index % 3)
+        }
+        yield* Effect.forEach(owners, ({ owner }, index) => tailOnceListed(owner, FEED_START, index % 3 + 1))
+        const { batches, calls, result: tails } = yield* batchesOf(
+          "event_tail",
+          Effect.forEach(owners, ({ owner }) => events.tail(owner, FEED_START), { concurrency: "unbounded" })
+        )
+        expect(calls).toBe(10)
+        expect(batches).toBeLessThan(10)
+        expect(tails.map((tail) => tail.items.length)).toEqual(owners.map((_, index) => index % 3 + 1))
+        tails.forEach((tail, index) => {
+          for (const item of tail.items) expect(JSON.parse(item.json).data.broker_id).toBe(owners[index]!.brokerId)
+          expect(tail.nextCursor).toEqual(tail.items.at(-1)!.cursor)
+        })
+      }))
+
+    it.effect("a tail takes at most a page and says there is more", () =>
+      Effect.gen(function*() {
+        const events = yield* EventRepository
+        const { testBroker, user } = yield* seedUser
+        const owner: Owner = { userId: user.id, mode: "test" }
+        yield* Effect.repeatN(createIntent(owner, testBroker.id), TAIL_PAGE)
+        // Once the last is listable too, the first tail takes a page and says there is more.
+        const first = yield* events.tail(owner, FEED_START).pipe(
+          Effect.filterOrFail((tail) => tail.hasMore, () => "not all listed yet"),
+          Effect.retry(Schedule.spaced("20 millis")),
+          Effect.timeout("20 seconds")
+        )
+        expect(first.items).toHaveLength(TAIL_PAGE)
+        const rest = yield* tailOnceListed(owner, first.nextCursor)
+        expect(rest).toMatchObject({ hasMore: false })
+        expect(rest.items).toHaveLength(1)
       }))
   })
 }
@@ -69,7 +108,7 @@ for (const [name, database] of backends) {
 layer(Services.ports(TestServer.options).pipe(Layer.provideMerge(Postgres.layerFresh)), { timeout: 60_000, excludeTestServices: true })(
   "the event feed on PostgreSQL, behind a transaction in flight",
   (it) => {
-    it.effect("an event held back behind an older transaction stays unread once that one commits, until a page lists it", () =>
+    it.effect("an event held back behind an older transaction is not listed but held, and listed once that one commits", () =>
       Effect.gen(function*() {
         const events = yield* EventRepository
         const sql = yield* SqlClient.SqlClient
@@ -89,16 +128,16 @@ layer(Services.ports(TestServer.options).pipe(Layer.provideMerge(Postgres.layerF
         )
         yield* Deferred.await(started)
         yield* createIntent(owner, testBroker.id)
-        const held = yield* events.page(owner, { after: cursor, limit: 10, since: yield* retained })
-        expect(held.items).toEqual([])
-        expect(yield* events.unread(owner, cursor, yield* retained)).toBe(true)
+        const held = yield* events.tail(owner, cursor)
+        expect(held).toMatchObject({ items: [], nextCursor: cursor, held: true })
+        const page = yield* events.page(owner, { after: cursor, limit: 10, since: yield* retained })
+        expect(page.items).toEqual([])
         yield* Deferred.succeed(release, undefined)
         yield* Fiber.join(older)
-        // Listable now, or soon (other tests' transactions): either way not read yet.
-        expect(yield* events.unread(owner, cursor, yield* retained)).toBe(true)
-        const page = yield* pageOnceListed(owner, cursor)
-        expect(page.items).toHaveLength(1)
-        expect(yield* events.unread(owner, page.nextCursor, yield* retained)).toBe(false)
+        // Listable now, or soon (other tests' transactions).
+        const tail = yield* tailOnceListed(owner, cursor)
+        expect(tail.items).toHaveLength(1)
+        expect(yield* events.tail(owner, tail.nextCursor)).toMatchObject({ items: [], held: false })
       }))
   }
 )

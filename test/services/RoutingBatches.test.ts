@@ -6,7 +6,6 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
-import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import { IntentId, type Owner } from "../../src/domain/Ids.js"
 import { clientOrderId } from "../../src/domain/Routing.js"
@@ -15,8 +14,8 @@ import { BrokerGateway } from "../../src/services/brokers/BrokerGateway.js"
 import { MockMarket } from "../../src/services/brokers/mock/MockMarket.js"
 import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
 import { RoutingRepository } from "../../src/services/routing/RoutingRepository.js"
-import * as Batched from "../../src/sql/Batched.js"
 import * as Database from "../../src/sql/Database.js"
+import { batchesOf } from "../support/Batches.js"
 import { eventId, marketSpec, newIntent, seedUser, uuid } from "../support/Fixtures.js"
 import * as Postgres from "../support/Postgres.js"
 import * as TestServer from "../support/TestServer.js"
@@ -44,19 +43,6 @@ const filledOrder = (id: string, fills: ReadonlyArray<readonly [string, number]>
   status,
   fills: fills.map(([fillId, quantity]) => ({ id: fillId, quantity, price: 100, filledAt: DateTime.unsafeMake("2026-11-24T15:00:00Z") }))
 })
-
-/** The batches `name` has served so far, and the calls they served. */
-const served = (name: string) =>
-  Effect.map(Metric.value(Batched.batchSize.pipe(Metric.tagged("batch", name))), ({ count, sum }) => ({ batches: count, calls: sum }))
-
-/** Runs `effect` and says how many batches of `name` it took and how many calls they served. */
-const batchesOf = <A, E, R>(name: string, effect: Effect.Effect<A, E, R>) =>
-  Effect.gen(function*() {
-    const before = yield* served(name)
-    const result = yield* effect
-    const after = yield* served(name)
-    return { result, batches: after.batches - before.batches, calls: after.calls - before.calls }
-  })
 
 for (const [name, database] of backends) {
   const ports = Services.ports(TestServer.options).pipe(Layer.provideMerge(database))

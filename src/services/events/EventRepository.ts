@@ -18,6 +18,11 @@ export interface FeedQuery {
   readonly intentId?: IntentId | undefined
 }
 
+/** A reader's next page of the feed, and whether events after it are held back (see `tail`). */
+export interface FeedTail extends EventPage {
+  readonly held: boolean
+}
+
 /** The events of the intents' state changes, as a feed in commit order per user and mode. */
 export class EventRepository extends Context.Tag("EventRepository")<EventRepository, {
   /**
@@ -29,12 +34,13 @@ export class EventRepository extends Context.Tag("EventRepository")<EventReposit
   /** The cursor after the last event `page` lists now: where a reader who wants only new events starts. */
   readonly head: (owner: Owner) => Effect.Effect<EventCursor>
   /**
-   * Whether committed events written since `since` lie after `after`. For a reader that has read
-   * every page up to `after`, they are coming: held back behind an older transaction still in
-   * flight, or listable since its last page (that older transaction committed meanwhile, and its
-   * commit woke only the readers of the users it wrote for).
+   * For a reader following `owner`'s feed as it commits: the next page after `after` (up to
+   * `TAIL_PAGE` events the retention keeps by the clock now, listed as `page` lists them), and
+   * whether committed events after `after` are held back behind an older transaction still in
+   * flight. Those are listable soon, once it ends, and its commit may wake only the readers of the
+   * users it wrote for: read again shortly. Readers that ask at once share one statement.
    */
-  readonly unread: (owner: Owner, after: EventCursor, since: DateTime.Utc) => Effect.Effect<boolean>
+  readonly tail: (owner: Owner, after: EventCursor) => Effect.Effect<FeedTail>
   readonly find: (owner: Owner, id: string, since: DateTime.Utc) => Effect.Effect<Option.Option<IntentEvent>>
   /** An intent's events, oldest first; none if the intent is not `owner`'s. */
   readonly timeline: (
@@ -46,8 +52,8 @@ export class EventRepository extends Context.Tag("EventRepository")<EventReposit
   readonly purge: (before: DateTime.Utc, limit: number) => Effect.Effect<number>
 }>() {
   // The implementations import this Tag as a type only, so the Layers may name them directly.
-  /** On the `SqlClient` in context. */
-  static readonly layerSql = Layer.effect(this, SqlEventRepository.make)
+  /** On the `SqlClient` in context; its batched reads live as long as the Layer. */
+  static readonly layerSql = Layer.scoped(this, SqlEventRepository.make)
   /** In memory: the events appended through {@link InMemoryEventRepository.EventLog}. */
   static readonly layerInMemory = Layer.effectContext(InMemoryEventRepository.makeContext(this))
 }

@@ -1,13 +1,12 @@
 import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
-import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
-import { EVENT_RETENTION, type EventCursor, formatCursor } from "../../domain/Event.js"
+import { type EventCursor, formatCursor } from "../../domain/Event.js"
 import type { Owner } from "../../domain/Ids.js"
 import { EVENTS_CHANNEL } from "../../sql/Channels.js"
 import { Notifications } from "../../sql/Database.js"
@@ -24,10 +23,8 @@ export class StreamHeartbeat extends Context.Reference<StreamHeartbeat>()("Strea
 /** Event streams one API key may hold open at once on an instance. */
 export const MAX_STREAMS_PER_KEY = 5
 
-/** How long a stream waits before reading again while events after its cursor are not listed yet. */
-const UNREAD_RETRY = Duration.millis(20)
-
-const PAGE = 100
+/** The longest a stream waits before reading again while committed events after its cursor are held back. */
+const HELD_RETRY = Duration.millis(20)
 
 /** One event as a Server-Sent Event: its cursor as `id`, the envelope (one line of JSON) as `data`. */
 const frame = (json: string, cursor: EventCursor) => `id: ${formatCursor(cursor)}\ndata: ${json}\n\n`
@@ -97,45 +94,39 @@ export class EventStreams extends Effect.Service<EventStreams>()("EventStreams",
               if (set?.size === 0) waiting.delete(key)
             })
         )
-        // A stream ends whenever its client goes: its queries are never interrupted halfway, since
-        // cancelling one at the database can hit the next query on the same pooled connection.
+        // A stream ends whenever its client goes: its own query is never interrupted halfway, since
+        // cancelling one at the database can hit the next query on the same pooled connection. (Its
+        // reads are the repository's batched statements, which run to their end without it.)
         let cursor = Option.isSome(after) ? after.value : yield* Effect.uninterruptible(repository.head(owner))
 
-        const retained = Effect.map(DateTime.now, DateTime.subtractDuration(EVENT_RETENTION))
-
-        /** Every event listable now after the cursor, as frames; the cursor moves past them. */
-        const drain = Effect.gen(function*() {
-          const frames: Array<string> = []
-          for (;;) {
-            const since = yield* retained
-            const page = yield* Effect.uninterruptible(repository.page(owner, { after: cursor, limit: PAGE, since }))
-            for (const item of page.items) frames.push(frame(item.json, item.cursor))
-            cursor = page.nextCursor
-            if (!page.hasMore) return frames
-          }
-        })
-
-        // Whether the feed must be read before waiting: at first, and after every wake-up.
-        let stale = true
+        // What the stream does next: read the feed (at first, after a wake-up, while more is listable),
+        // wait for a wake-up or the heartbeat, or read again shortly (events held back).
+        let next: "read" | "wait" | "retry" = "read"
         const step = Effect.gen(function*() {
-          if (stale) {
-            // The read that follows covers every wake-up so far; later ones stay queued.
-            yield* Queue.takeAll(woken)
-            stale = false
-            const frames = yield* drain
-            if (frames.length > 0) return Chunk.fromIterable(frames)
+          switch (next) {
+            case "read": {
+              // The read that follows covers every wake-up so far; later ones stay queued.
+              yield* Queue.takeAll(woken)
+              const tail = yield* repository.tail(owner, cursor)
+              cursor = tail.nextCursor
+              next = tail.hasMore ? "read" : tail.held ? "retry" : "wait"
+              return Chunk.fromIterable(tail.items.map((item) => frame(item.json, item.cursor)))
+            }
+            case "retry": {
+              // Committed events after the cursor are held back behind an older transaction in
+              // flight. They are listable once it ends, and its commit wakes only the streams of the
+              // users it wrote for: read again on the next wake-up or shortly, whichever comes first.
+              yield* Effect.timeout(Queue.take(woken), HELD_RETRY).pipe(Effect.ignore)
+              next = "read"
+              return Chunk.empty<string>()
+            }
+            case "wait": {
+              const wake = yield* Effect.timeout(Queue.take(woken), heartbeat).pipe(Effect.option)
+              if (Option.isNone(wake)) return Chunk.of(": heartbeat\n\n")
+              next = "read"
+              return Chunk.empty<string>()
+            }
           }
-          // Events committed after the cursor that the read did not list: held back behind an older
-          // transaction in flight, or listable since, once that transaction committed (its commit
-          // wakes only the streams of the users it wrote for). Either way, read again shortly.
-          if (yield* Effect.uninterruptible(repository.unread(owner, cursor, yield* retained))) {
-            yield* Effect.sleep(UNREAD_RETRY)
-            stale = true
-            return Chunk.empty<string>()
-          }
-          const wake = yield* Effect.timeout(Queue.take(woken), heartbeat).pipe(Effect.option)
-          stale = Option.isSome(wake)
-          return stale ? Chunk.empty<string>() : Chunk.of(": heartbeat\n\n")
         })
 
         return Stream.concat(Stream.make(": connected\n\n"), Stream.repeatEffectChunk(step))

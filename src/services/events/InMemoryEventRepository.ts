@@ -4,9 +4,9 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
-import { FEED_START, IntentEvent } from "../../domain/Event.js"
+import { EVENT_RETENTION, type EventPage, FEED_START, IntentEvent, TAIL_PAGE } from "../../domain/Event.js"
 import type { IntentId, Owner } from "../../domain/Ids.js"
-import type { EventRepository } from "./EventRepository.js"
+import type { EventRepository, FeedQuery } from "./EventRepository.js"
 
 interface Logged {
   readonly owner: Owner
@@ -29,30 +29,32 @@ export const makeContext = (tag: typeof EventRepository) =>
   Effect.gen(function*() {
     const log = yield* Ref.make<ReadonlyArray<Logged>>([])
     const kept = (since: DateTime.Utc) => (entry: Logged) => DateTime.greaterThanOrEqualTo(entry.event.created_at, since)
+    const pageOf = (entries: ReadonlyArray<Logged>, owner: Owner, query: FeedQuery): EventPage => {
+      const after = Number(query.after.seq)
+      const matching = entries.filter((entry) =>
+        sameOwner(entry.owner, owner) && entry.seq > after && kept(query.since)(entry) &&
+        (query.type === undefined || entry.event.type === query.type) &&
+        (query.intentId === undefined || entry.intentId === query.intentId)
+      )
+      const items = matching.slice(0, query.limit).map((entry) => ({
+        json: JSON.stringify(encodeEvent(entry.event)),
+        cursor: { xid: "0", seq: String(entry.seq) }
+      }))
+      return { items, nextCursor: items.at(-1)?.cursor ?? query.after, hasMore: matching.length > query.limit }
+    }
     const repository = tag.of({
-      page: (owner, query) =>
-        Effect.map(Ref.get(log), (entries) => {
-          const after = Number(query.after.seq)
-          const matching = entries.filter((entry) =>
-            sameOwner(entry.owner, owner) && entry.seq > after && kept(query.since)(entry) &&
-            (query.type === undefined || entry.event.type === query.type) &&
-            (query.intentId === undefined || entry.intentId === query.intentId)
-          )
-          const items = matching.slice(0, query.limit).map((entry) => ({
-            json: JSON.stringify(encodeEvent(entry.event)),
-            cursor: { xid: "0", seq: String(entry.seq) }
-          }))
-          return { items, nextCursor: items.at(-1)?.cursor ?? query.after, hasMore: matching.length > query.limit }
-        }),
+      page: (owner, query) => Effect.map(Ref.get(log), (entries) => pageOf(entries, owner, query)),
       head: (owner) =>
         Effect.map(Ref.get(log), (entries) => {
           const last = entries.filter((entry) => sameOwner(entry.owner, owner)).at(-1)
           return last === undefined ? FEED_START : { xid: "0", seq: String(last.seq) }
         }),
-      // Every write is committed at once: what is unread is listable already.
-      unread: (owner, after, since) =>
-        Effect.map(Ref.get(log), (entries) =>
-          entries.some((entry) => sameOwner(entry.owner, owner) && entry.seq > Number(after.seq) && kept(since)(entry))),
+      // Every write is committed at once: nothing is ever held back.
+      tail: (owner, after) =>
+        Effect.zipWith(Ref.get(log), DateTime.now, (entries, now) => ({
+          ...pageOf(entries, owner, { after, limit: TAIL_PAGE, since: DateTime.subtractDuration(now, EVENT_RETENTION) }),
+          held: false
+        })),
       find: (owner, id, since) =>
         Effect.map(Ref.get(log), (entries) =>
           Option.fromNullable(entries.find((entry) => entry.event.id === id && sameOwner(entry.owner, owner) && kept(since)(entry)))

@@ -1,17 +1,19 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlSchema from "@effect/sql/SqlSchema"
 import type * as Context from "effect/Context"
-import type * as DateTime from "effect/DateTime"
+import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { type EventCursor, FEED_START, IntentEvent } from "../../domain/Event.js"
+import { EVENT_RETENTION, type EventCursor, type EventPage, FEED_START, IntentEvent, TAIL_PAGE } from "../../domain/Event.js"
 import { IntentId, Mode, UserId } from "../../domain/Ids.js"
 import type { Owner } from "../../domain/Ids.js"
+import * as Batched from "../../sql/Batched.js"
 import { orDie } from "../../sql/Defects.js"
 import { iso } from "../../sql/Outbox.js"
-import type { EventRepository, FeedQuery } from "./EventRepository.js"
+import type { EventRepository, FeedQuery, FeedTail } from "./EventRepository.js"
 import * as Tracing from "../../Tracing.js"
 
 /** An event as the API shows it, built by PostgreSQL: the webhook envelope, exactly. */
@@ -20,6 +22,23 @@ const envelope = `json_build_object('id', e.id, 'type', e.type, 'created_at', ${
 const Owned = Schema.Struct({ user_id: UserId, mode: Mode, since: Schema.DateTimeUtc })
 
 const FeedRow = Schema.Struct({ xid: Schema.String, seq: Schema.String, body: Schema.String })
+
+/** One reader's read in a batch of tails: `i` numbers it in the batch. */
+const TailRead = Schema.Struct({ i: Schema.Int, user_id: UserId, mode: Mode, xid: Schema.String, seq: Schema.String })
+
+const TailRow = Schema.Struct({
+  i: Schema.Int,
+  xid: Schema.NullOr(Schema.String),
+  seq: Schema.NullOr(Schema.String),
+  body: Schema.NullOr(Schema.String),
+  held: Schema.Boolean
+})
+
+/** A reader's read: its owner's events after its cursor. */
+interface Read {
+  readonly owner: Owner
+  readonly after: EventCursor
+}
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -56,17 +75,82 @@ export const make = Effect.gen(function*() {
           ORDER BY e.xid DESC, e.seq DESC LIMIT 1`
   })
 
-  const selectUnread = SqlSchema.single({
-    Request: Schema.Struct({ ...Owned.fields, xid: Schema.String, seq: Schema.String }),
-    Result: Schema.Struct({ unread: Schema.Boolean }),
-    execute: (q) =>
-      sql`SELECT EXISTS (
-            SELECT 1 FROM events e
-            WHERE e.user_id = ${q.user_id} AND e.mode = ${q.mode}
-              AND (e.xid, e.seq) > (${q.xid}::xid8, ${q.seq}::bigint)
-              AND e.created_at >= ${q.since}
-          ) AS unread`
+  /**
+   * Many readers' next pages in one statement, each read a row of `reads` numbered by `i`: a row
+   * per event listed (none listed: one row of nulls), each with whether committed events after the
+   * reader's cursor are held back (past the horizon: written by a transaction no older than every
+   * one in flight). One snapshot decides both. Events are held back exactly when the owner's last
+   * event lies after the cursor and past the horizon (no event after the cursor has a larger
+   * `xid`): one step back along the feed's index. `since` is one bound for the whole statement, so
+   * the planner sees that it keeps nearly every row and reads each owner's events by that index
+   * whatever it knows of the owners; `held` is computed once per read (the materialized `reads`).
+   */
+  const selectTails = SqlSchema.findAll({
+    Request: Schema.Struct({ reads: Schema.Array(TailRead), since: Schema.DateTimeUtc }),
+    Result: TailRow,
+    execute: ({ reads, since }) =>
+      sql`WITH horizon AS MATERIALIZED (
+            SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin
+          ), reads AS MATERIALIZED (
+            SELECT r.i, r.user_id, r.mode, r.xid::xid8 AS xid, r.seq::bigint AS seq, COALESCE((
+                     SELECT (e.xid, e.seq) > (r.xid::xid8, r.seq::bigint) AND e.xid >= horizon.xmin
+                     FROM events e
+                     WHERE e.user_id = r.user_id AND e.mode = r.mode AND e.created_at >= ${since}
+                     ORDER BY e.xid DESC, e.seq DESC
+                     LIMIT 1
+                   ), false) AS held
+            FROM json_to_recordset(${JSON.stringify(reads)}::json) AS r(i int, user_id uuid, mode text, xid text, seq text)
+            CROSS JOIN horizon
+          )
+          SELECT r.i, p.xid::text AS xid, p.seq::text AS seq, p.body, r.held
+          FROM reads r CROSS JOIN horizon
+          LEFT JOIN LATERAL (
+            SELECT e.xid, e.seq, ${sql.literal(envelope)} AS body FROM events e
+            WHERE e.user_id = r.user_id AND e.mode = r.mode AND (e.xid, e.seq) > (r.xid, r.seq)
+              AND e.xid < horizon.xmin AND e.created_at >= ${since}
+            ORDER BY e.xid, e.seq
+            LIMIT ${TAIL_PAGE + 1}
+          ) p ON true
+          ORDER BY r.i, p.xid, p.seq`
   })
+
+  /** The reads' tails, in the reads' order: the events the retention keeps, by the clock now. */
+  const tails = (reads: ReadonlyArray<Read>) =>
+    Effect.flatMap(DateTime.now, (now) =>
+      selectTails({
+        reads: reads.map((read, i) => ({
+          i,
+          user_id: read.owner.userId,
+          mode: read.owner.mode,
+          xid: read.after.xid,
+          seq: read.after.seq
+        })),
+        since: DateTime.subtractDuration(now, EVENT_RETENTION)
+      })
+    ).pipe(
+      Effect.map((rows) => {
+        const listed = reads.map((read) => ({ read, items: new Array<EventPage["items"][number]>(), held: false }))
+        for (const row of rows) {
+          const into = listed[row.i]
+          if (into === undefined) continue
+          into.held = row.held
+          if (row.body !== null && row.xid !== null && row.seq !== null) {
+            into.items.push({ json: row.body, cursor: { xid: row.xid, seq: row.seq } })
+          }
+        }
+        return listed.map(({ held, items, read }): Exit.Exit<FeedTail> => {
+          const page = items.slice(0, TAIL_PAGE)
+          return Exit.succeed({
+            items: page,
+            nextCursor: page.at(-1)?.cursor ?? read.after,
+            hasMore: items.length > TAIL_PAGE,
+            held
+          })
+        })
+      }),
+      orDie,
+      Tracing.span("EventRepository.tails", { attributes: { "batch.size": reads.length } })
+    )
 
   const selectOne = SqlSchema.findOne({
     Request: Schema.Struct({ ...Owned.fields, id: Schema.String }),
@@ -104,6 +188,8 @@ export const make = Effect.gen(function*() {
           SELECT count(*)::int AS n FROM gone`
   })
 
+  const tailOne = yield* Batched.make(tails, { name: "event_tail", maxBatch: 100, concurrency: 2 })
+
   const owned = (owner: Owner, since: DateTime.Utc) => ({ user_id: owner.userId, mode: owner.mode, since })
 
   return identity<Context.Tag.Service<typeof EventRepository>>({
@@ -125,9 +211,7 @@ export const make = Effect.gen(function*() {
       return Option.getOrElse(yield* selectHead({ user_id: owner.userId, mode: owner.mode }), () => FEED_START)
     }, orDie, Tracing.span("EventRepository.head")),
 
-    unread: Effect.fnUntraced(function*(owner: Owner, after: EventCursor, since: DateTime.Utc) {
-      return (yield* selectUnread({ ...owned(owner, since), ...after })).unread
-    }, orDie, Tracing.span("EventRepository.unread")),
+    tail: (owner, after) => tailOne({ owner, after }),
 
     find: Effect.fnUntraced(function*(owner: Owner, id: string, since: DateTime.Utc) {
       return Option.map(yield* selectOne({ ...owned(owner, since), id }), (row) => row.body)
