@@ -2,23 +2,33 @@
  * Event stream latency: `streams` users each follow their own `GET /api/v1/events/stream` while
  * `clients` post market intents round-robin across those users (each intent makes two events,
  * `intent.created` and `intent.filled`). The latency of an event is its arrival at the stream's
- * reader minus its `created_at`, the time of the transaction that wrote it (a little before its
- * commit, so the figure is if anything too high). Every clock is this machine's.
+ * reader minus its commit. The commit is heard on the bench's own LISTEN on the channel every
+ * commit that writes events notifies (with `<user id>:<mode>`): the first notification for the
+ * event's user at or after its `created_at`, which is the event's own commit's or an earlier one
+ * of the same user's (so that error is on the high side). The notification reaches the bench a
+ * little after the commit, through the same event loop as the streams' frames. Each event's latency
+ * from its `created_at` is kept too: `created_at` is the time the service decided the change,
+ * before the transaction that writes it, so it also counts the writing. Every clock is this
+ * machine's.
  */
 import * as Crypto from "node:crypto"
+import pg from "pg"
+import { EVENTS_CHANNEL } from "../../src/sql/Channels.js"
 import { ADMIN_TOKEN, expectStatus, marketIntent, request, runClients, type Service, sleep } from "../lib/Service.js"
 import { call, clientOf } from "../../test/support/Harness.js"
 import { spread } from "./Percentile.js"
 
 interface Follower {
+  readonly userId: string
   readonly key: string
   readonly brokerId: string
   readonly abort: AbortController
-  readonly latencies: Array<number>
+  /** Each event's arrival and `created_at`, in Unix milliseconds. */
+  readonly arrivals: Array<{ readonly at: number; readonly createdAt: number }>
   events: number
 }
 
-/** One stream, reading frames until aborted; each event's latency recorded. */
+/** One stream, reading frames until aborted; each event's arrival recorded. */
 const follow = async (baseUrl: string, follower: Follower, opened: () => void) => {
   const response = await fetch(`${baseUrl}/api/v1/events/stream`, {
     headers: { authorization: `Bearer ${follower.key}` },
@@ -39,7 +49,7 @@ const follow = async (baseUrl: string, follower: Follower, opened: () => void) =
         end = buffer.indexOf("\n\n")
         if (data === undefined) continue
         const createdAt = /"created_at"\s*:\s*"([^"]+)"/.exec(data)?.[1]
-        if (createdAt !== undefined) follower.latencies.push(now - Date.parse(createdAt))
+        if (createdAt !== undefined) follower.arrivals.push({ at: now, createdAt: Date.parse(createdAt) })
         follower.events++
       }
     }
@@ -48,11 +58,48 @@ const follow = async (baseUrl: string, follower: Follower, opened: () => void) =
   }
 }
 
+/** The first of `sorted` (ascending) at or after `at`, if any. */
+const firstFrom = (sorted: ReadonlyArray<number>, at: number) => {
+  let low = 0
+  let high = sorted.length
+  while (low < high) {
+    const middle = (low + high) >> 1
+    if ((sorted[middle] ?? at) < at) low = middle + 1
+    else high = middle
+  }
+  return sorted[low]
+}
+
 export const streamLatency = async (service: Service, options: {
+  readonly databaseUrl: string
   readonly streams: number
   readonly clients: number
   readonly intents: number
 }) => {
+  // When each user's events committed: the notifications, as they reach an idle listener.
+  const commits = new Map<string, Array<number>>()
+  const listener = new pg.Client({ connectionString: options.databaseUrl })
+  await listener.connect()
+  listener.on("notification", ({ payload }) => {
+    const at = Date.now()
+    if (payload === undefined) return
+    const times = commits.get(payload) ?? []
+    commits.set(payload, times)
+    times.push(at)
+  })
+  await listener.query(`LISTEN ${EVENTS_CHANNEL}`)
+  try {
+    return await measureStreams(service, options, commits)
+  } finally {
+    await listener.end()
+  }
+}
+
+const measureStreams = async (service: Service, options: {
+  readonly streams: number
+  readonly clients: number
+  readonly intents: number
+}, commits: ReadonlyMap<string, ReadonlyArray<number>>) => {
   const { admin } = await clientOf(service.baseUrl, ADMIN_TOKEN)
   const followers: Array<Follower> = []
   for (let i = 0; i < options.streams; i++) {
@@ -60,7 +107,7 @@ export const streamLatency = async (service: Service, options: {
     const path = { user_id: user.id }
     const key = await call(admin.createApiKey({ path, payload: { name: "stream", mode: "test" } }))
     const broker = await call(admin.createBroker({ path, payload: { name: "Mock", kind: "mock", mode: "test" } }))
-    followers.push({ key: key.key, brokerId: broker.id, abort: new AbortController(), latencies: [], events: 0 })
+    followers.push({ userId: user.id, key: key.key, brokerId: broker.id, abort: new AbortController(), arrivals: [], events: 0 })
   }
   let open = 0
   // A stream that fails or that the service closes fails the run, with its cause, once the bench
@@ -112,6 +159,15 @@ export const streamLatency = async (service: Service, options: {
   for (const follower of followers) follower.abort.abort()
   await Promise.all(reading)
   check()
-  const latency = spread(followers.flatMap((follower) => follower.latencies))
-  return { events: options.intents * 2, perSecond: (options.intents * 2) / seconds, ...latency }
+  const fromCommit = followers.flatMap((follower) => {
+    const times = commits.get(`${follower.userId}:test`) ?? []
+    return follower.arrivals.map(({ at, createdAt }) => at - (firstFrom(times, createdAt) ?? createdAt))
+  })
+  const fromCreated = followers.flatMap((follower) => follower.arrivals.map(({ at, createdAt }) => at - createdAt))
+  return {
+    events: options.intents * 2,
+    perSecond: (options.intents * 2) / seconds,
+    ...spread(fromCommit),
+    fromCreated: spread(fromCreated)
+  }
 }
