@@ -1,8 +1,8 @@
 /**
  * Event stream latency: `streams` users each follow their own `GET /api/v1/events/stream` while
- * `clients` post market intents round-robin across those users (each intent makes two events,
- * `intent.created` and `intent.filled`). The latency of an event is its arrival at the stream's
- * reader minus its commit. The commit is heard on the bench's own LISTEN on the channel every
+ * `clients` post market intents round-robin across those users, as fast as they go or at a steady
+ * rate (each intent makes two events, `intent.created` and `intent.filled`). The latency of an
+ * event is its arrival at the stream's reader minus its commit. The commit is heard on the bench's own LISTEN on the channel every
  * commit that writes events notifies (with `<user id>:<mode>`): the first notification for the
  * event's user at or after its `created_at`, which is the event's own commit's or an earlier one
  * of the same user's (so that error is on the high side). The notification reaches the bench a
@@ -70,12 +70,15 @@ const firstFrom = (sorted: ReadonlyArray<number>, at: number) => {
   return sorted[low]
 }
 
-export const streamLatency = async (service: Service, options: {
-  readonly databaseUrl: string
+export interface StreamLoad {
   readonly streams: number
   readonly clients: number
   readonly intents: number
-}) => {
+  /** Intents posted per second, all clients together; as fast as the clients go when unset. */
+  readonly perSecond?: number | undefined
+}
+
+export const streamLatency = async (service: Service, options: StreamLoad & { readonly databaseUrl: string }) => {
   // When each user's events committed: the notifications, as they reach an idle listener.
   const commits = new Map<string, Array<number>>()
   const listener = new pg.Client({ connectionString: options.databaseUrl })
@@ -95,11 +98,7 @@ export const streamLatency = async (service: Service, options: {
   }
 }
 
-const measureStreams = async (service: Service, options: {
-  readonly streams: number
-  readonly clients: number
-  readonly intents: number
-}, commits: ReadonlyMap<string, ReadonlyArray<number>>) => {
+const measureStreams = async (service: Service, options: StreamLoad, commits: ReadonlyMap<string, ReadonlyArray<number>>) => {
   const { admin } = await clientOf(service.baseUrl, ADMIN_TOKEN)
   const followers: Array<Follower> = []
   for (let i = 0; i < options.streams; i++) {
@@ -134,6 +133,8 @@ const measureStreams = async (service: Service, options: {
   const runId = Crypto.randomBytes(4).toString("hex")
   const started = performance.now()
   await runClients(options.intents, options.clients, async (index, signal) => {
+    // Paced: intent `index` is posted no sooner than its turn in a steady rate from the start.
+    if (options.perSecond !== undefined) await sleep(started + (index * 1000) / options.perSecond - performance.now())
     const follower = followers[index % followers.length]!
     const created = await request(`${service.baseUrl}/api/v1/intents`, follower.key, {
       method: "POST",
