@@ -2,14 +2,14 @@
  * Event stream latency: `streams` users each follow their own `GET /api/v1/events/stream` while
  * `clients` post market intents round-robin across those users, as fast as they go or at a steady
  * rate (each intent makes two events, `intent.created` and `intent.filled`). The latency of an
- * event is its arrival at the stream's reader minus its commit. The commit is heard on the bench's own LISTEN on the channel every
- * commit that writes events notifies (with `<user id>:<mode>`): the first notification for the
- * event's user at or after its `created_at`, which is the event's own commit's or an earlier one
- * of the same user's (so that error is on the high side). The notification reaches the bench a
- * little after the commit, through the same event loop as the streams' frames. Each event's latency
- * from its `created_at` is kept too: `created_at` is the time the service decided the change,
- * before the transaction that writes it, so it also counts the writing. Every clock is this
- * machine's.
+ * event is its arrival at the stream's reader minus its commit. The commit is heard on the bench's
+ * own LISTEN on the channel every commit that writes events notifies (with `<user id>:<mode>`):
+ * the first notification for the event's user at or after its `created_at`, which is the event's
+ * own commit's or an earlier one of the same user's (so that error is on the high side). The
+ * notification reaches the bench a little after the commit, through the same event loop as the
+ * streams' frames. Each event's latency from its `created_at` is kept too: `created_at` is the time
+ * the service decided the change, before the transaction that writes it, so it also counts the
+ * writing. Every clock is this machine's.
  */
 import * as Crypto from "node:crypto"
 import pg from "pg"

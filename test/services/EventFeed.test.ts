@@ -2,6 +2,7 @@ import { expect, layer } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as DateTime from "effect/DateTime"
 import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
@@ -45,13 +46,19 @@ for (const [name, database] of backends) {
   const ports = Services.ports(TestServer.options).pipe(Layer.provideMerge(database))
 
   layer(ports, { timeout: 60_000, excludeTestServices: true })(`the event feed on ${name}`, (it) => {
-    it.effect("a tail lists the owner's events after the cursor, and nothing once read", () =>
+    it.effect("a tail lists the owner's events after the cursor, none past the retention, and nothing once read", () =>
       Effect.gen(function*() {
         const events = yield* EventRepository
+        const sql = yield* SqlClient.SqlClient
         const { testBroker, user } = yield* seedUser
         const owner: Owner = { userId: user.id, mode: "test" }
         expect(yield* events.tail(owner, FEED_START)).toMatchObject({ items: [], hasMore: false, held: false })
         yield* createIntent(owner, testBroker.id)
+        // An event of the same intent written after it but dated past the retention: left out.
+        const old = DateTime.subtractDuration(yield* retained, Duration.days(1))
+        yield* sql`INSERT INTO events (id, user_id, mode, intent_id, type, data, created_at)
+                   SELECT ${eventId()}, user_id, mode, intent_id, type, data, ${DateTime.toDate(old)}
+                   FROM events WHERE user_id = ${user.id}`
         const tail = yield* tailOnceListed(owner, FEED_START)
         expect(tail.items).toHaveLength(1)
         expect(JSON.parse(tail.items[0]!.json)).toMatchObject({ type: "intent.created", data: { broker_id: testBroker.id } })
