@@ -92,14 +92,14 @@ export const make = Effect.gen(function*() {
       sql`WITH horizon AS MATERIALIZED (
             SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin
           ), reads AS MATERIALIZED (
-            SELECT r.i, r.user_id, r.mode, r.xid::xid8 AS xid, r.seq::bigint AS seq, COALESCE((
-                     SELECT (e.xid, e.seq) > (r.xid::xid8, r.seq::bigint) AND e.xid >= horizon.xmin
+            SELECT r.i, r.user_id, r.mode, r.xid, r.seq, COALESCE((
+                     SELECT (e.xid, e.seq) > (r.xid, r.seq) AND e.xid >= horizon.xmin
                      FROM events e
                      WHERE e.user_id = r.user_id AND e.mode = r.mode AND e.created_at >= ${since}
                      ORDER BY e.xid DESC, e.seq DESC
                      LIMIT 1
                    ), false) AS held
-            FROM json_to_recordset(${JSON.stringify(reads)}::json) AS r(i int, user_id uuid, mode text, xid text, seq text)
+            FROM json_to_recordset(${JSON.stringify(reads)}::json) AS r(i int, user_id uuid, mode text, xid xid8, seq bigint)
             CROSS JOIN horizon
           )
           SELECT r.i, p.xid::text AS xid, p.seq::text AS seq, p.body, r.held
