@@ -12,7 +12,7 @@ import * as MetricSeries from "../MetricSeries.js"
 export const batchSize = Metric.histogram(
   "tir_batch_size",
   MetricBoundaries.fromIterable([1, 2, 5, 10, 20, 50, 100, 200, 500]),
-  "Calls served by one batch (one statement or transaction), by batch: intent_create, rate_limit_lease, routing_record, mock_submit, event_tail."
+  "Calls served by one batch (one statement or transaction), by batch: intent_create, rate_limit_lease, routing_record, routing_record_unlocked, mock_submit, event_tail."
 )
 
 export interface BatchedOptions<F> {
@@ -104,6 +104,15 @@ export const makeMany = <I, A, E, F = never>(
           return Deferred.await(done)
         }))
   })
+
+/**
+ * Counts, under `name` in the batch-size metric, the calls served by one statement that a batch
+ * runs for part of its calls.
+ */
+export const countServed = (name: string) => {
+  const series = MetricSeries.labels(["batch", name])
+  return (calls: number) => batchSize.unsafeUpdate(calls, series)
+}
 
 /** One call of a `makeMany` function: a batch of one input, answered with its exit. */
 export const single = <I, A, E>(many: (inputs: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<Exit.Exit<A, E>>>) =>

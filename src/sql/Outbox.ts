@@ -133,13 +133,15 @@ export const make = (sql: SqlClient.SqlClient, newEventId: Effect.Effect<string>
    * Routing work added, or the same work already queued moved to its new time, as a common table
    * expression; the workers are woken when the transaction commits. A job a worker is running
    * keeps its lease: its `version` moves on, so that the worker hands it back to run again
-   * instead of deleting it when done.
+   * instead of deleting it when done. With `among` (a query of intent ids), only those intents'
+   * work is queued.
    */
-  const queued = (work: ReadonlyArray<Work>, at: DateTime.Utc) => {
+  const queued = (work: ReadonlyArray<Work>, at: DateTime.Utc, among?: Statement.Fragment) => {
     const jobs = encodeNewJobs(work.map(({ intentId, kind, runAt }) => ({ intent_id: intentId, kind, run_at: runAt, created_at: at })))
     return sql`jobs_queued AS (
         INSERT INTO routing_jobs (${sql.literal(newJobColumns)})
         SELECT ${sql.literal(newJobColumns)} FROM json_to_recordset(${JSON.stringify(jobs)}::json) AS j(${sql.literal(newJobRecordset)})
+        ${among === undefined ? sql`` : sql`WHERE j.intent_id IN (${among})`}
         ON CONFLICT (intent_id, kind) DO UPDATE SET run_at = EXCLUDED.run_at, version = routing_jobs.version + 1
         RETURNING pg_notify(${ROUTING_CHANNEL}, routing_jobs.kind)
       )`

@@ -3,10 +3,13 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Cause from "effect/Cause"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
 import { IntentId, type Owner } from "../../src/domain/Ids.js"
 import { clientOrderId } from "../../src/domain/Routing.js"
 import * as Services from "../../src/Services.js"
@@ -34,8 +37,21 @@ const liveIntents = (count: number) =>
     const inputs = Array.from({ length: count }, () => newIntent(owner, liveBroker.id))
     const now = yield* DateTime.now
     yield* Effect.forEach(inputs, (input) => intents.create(input, { now, quota: undefined, eventId: eventId() }))
-    return { owner, inputs }
+    return { owner, inputs, liveBroker }
   })
+
+/** Claims the submission jobs of `inputs` (and perhaps other tests' jobs, left out). */
+const claimed = (inputs: ReadonlyArray<{ readonly id: IntentId }>) =>
+  Effect.gen(function*() {
+    const routing = yield* RoutingRepository
+    const ids = new Set<string>(inputs.map(({ id }) => id))
+    const jobs = (yield* routing.claim(1000, Duration.seconds(30))).filter((job) => ids.has(job.intentId))
+    expect(jobs).toHaveLength(inputs.length)
+    return jobs
+  })
+
+/** The order the broker holds for an intent, still open. */
+const restingOrder = (id: string) => ({ brokerOrderId: `alpaca-${id}`, clientOrderId: clientOrderId(id), status: "new" as const, fills: [] })
 
 const filledOrder = (id: string, fills: ReadonlyArray<readonly [string, number]>, status: "partially_filled" | "filled" = "filled") => ({
   brokerOrderId: `alpaca-${id}`,
@@ -112,6 +128,91 @@ for (const [name, database] of backends) {
         }))
     })
 
+    describe("a submission's answer about an intent still as its claim read it", () => {
+      it.effect("is recorded in one statement without locks: order, fills, status and an event that shows them; the job ends", () =>
+        Effect.gen(function*() {
+          const routing = yield* RoutingRepository
+          const intents = yield* IntentRepository
+          const sql = yield* SqlClient.SqlClient
+          const { inputs, owner } = yield* liveIntents(5)
+          const jobs = yield* claimed(inputs)
+          const { calls, result: exits } = yield* batchesOf("routing_record_unlocked", routing.recordMany(
+            jobs.map((job) => ({ intentId: job.intentId, order: filledOrder(job.intentId, [["a", 4], ["b", 6]]), done: job }))
+          ))
+          expect(calls).toBe(5)
+          expect(exits.map((exit) => Exit.map(exit, (t) => [t.status, t.filled, t.changed]))).toEqual(
+            jobs.map(() => Exit.succeed(["filled", 10, true]))
+          )
+          for (const input of inputs) {
+            const intent = yield* Effect.flatten(intents.findById(owner, input.id))
+            expect(intent).toMatchObject({ status: "filled", orders: [{ status: "filled" }] })
+            expect(intent.orders[0]?.fills.map((f) => f.quantity).sort((a, b) => a - b)).toEqual([4, 6])
+            // The event carries the intent as a GET shows it now: its order and fills included.
+            const [event] = yield* sql<{ data: unknown }>`
+              SELECT data FROM events WHERE intent_id = ${input.id} AND type = 'intent.filled'`
+            expect(event?.data).toEqual(JSON.parse(JSON.stringify(intent)))
+          }
+          const ids = inputs.map(({ id }) => id)
+          expect(yield* sql`SELECT 1 FROM routing_jobs WHERE intent_id IN ${sql.in(ids)}`).toEqual([])
+          expect(yield* sql<{ status: string; n: number }>`
+            SELECT status, sum(n)::int AS n FROM intent_counts WHERE user_id = ${owner.userId} GROUP BY status HAVING sum(n) <> 0`)
+            .toEqual([{ status: "filled", n: 5 }])
+        }))
+
+      it.effect("an order left open changes no status and sends no event; the work that follows it is queued", () =>
+        Effect.gen(function*() {
+          const routing = yield* RoutingRepository
+          const intents = yield* IntentRepository
+          const sql = yield* SqlClient.SqlClient
+          const { inputs: [input], owner } = yield* liveIntents(1)
+          if (input === undefined) return yield* Effect.dieMessage("no intent")
+          const [job] = yield* claimed([input])
+          const syncAt = DateTime.unsafeMake("2030-01-02T21:00:00Z")
+          const { calls, result: transition } = yield* batchesOf("routing_record_unlocked",
+            routing.record(input.id, restingOrder(input.id), job, { syncAt }))
+          expect(calls).toBe(1)
+          expect(transition).toMatchObject({ status: "pending", changed: false })
+          const intent = yield* Effect.flatten(intents.findById(owner, input.id))
+          expect(intent).toMatchObject({ status: "pending", orders: [{ status: "new", fills: [] }] })
+          expect(yield* sql<{ type: string }>`SELECT type FROM events WHERE intent_id = ${input.id}`).toEqual([{ type: "intent.created" }])
+          const jobs = yield* sql<{ kind: string; run_at: Date; locked_until: Date | null }>`
+            SELECT kind, run_at, locked_until FROM routing_jobs WHERE intent_id = ${input.id}`
+          expect(jobs).toEqual([{ kind: "sync", run_at: DateTime.toDate(syncAt), locked_until: null }])
+        }))
+
+      it.effect("a cancel asked for since the claim: recorded under the lock, and the cancel is queued to follow", () =>
+        Effect.gen(function*() {
+          const routing = yield* RoutingRepository
+          const sql = yield* SqlClient.SqlClient
+          const { inputs: [input] } = yield* liveIntents(1)
+          if (input === undefined) return yield* Effect.dieMessage("no intent")
+          const [job] = yield* claimed([input])
+          yield* sql`UPDATE intents SET cancel_requested_at = now() WHERE id = ${input.id}`
+          const unlocked = yield* batchesOf("routing_record_unlocked",
+            routing.record(input.id, restingOrder(input.id), job, { syncAt: undefined }))
+          expect(unlocked.calls).toBe(0)
+          expect(yield* sql<{ kind: string }>`SELECT kind FROM routing_jobs WHERE intent_id = ${input.id}`).toEqual([{ kind: "cancel" }])
+          expect(yield* sql<{ status: string }>`SELECT status FROM orders WHERE intent_id = ${input.id}`).toEqual([{ status: "new" }])
+        }))
+
+      it.effect("an order recorded since the claim (heard on the stream first): recorded under the lock, no fill counted twice", () =>
+        Effect.gen(function*() {
+          const routing = yield* RoutingRepository
+          const intents = yield* IntentRepository
+          const { inputs: [input], liveBroker, owner } = yield* liveIntents(1)
+          if (input === undefined) return yield* Effect.dieMessage("no intent")
+          const [job] = yield* claimed([input])
+          yield* routing.recordHeard(liveBroker.id, input.id, filledOrder(input.id, [["a", 4]], "partially_filled"))
+          const { calls, result: transition } = yield* batchesOf("routing_record_unlocked",
+            routing.record(input.id, filledOrder(input.id, [["a", 4], ["b", 6]]), job, { syncAt: undefined }))
+          expect(calls).toBe(0)
+          expect(transition).toMatchObject({ status: "filled", filled: 10, fills: [{ id: "b", quantity: 6 }] })
+          const intent = yield* Effect.flatten(intents.findById(owner, input.id))
+          expect(intent.orders).toHaveLength(1)
+          expect(intent.orders[0]?.fills.map((f) => f.quantity).sort((a, b) => a - b)).toEqual([4, 6])
+        }))
+    })
+
     describe("the mock broker, given many orders at once", () => {
       it.effect("each is decided at its own user's price; an unreachable symbol fails alone; an order given twice is placed once", () =>
         Effect.gen(function*() {
@@ -148,6 +249,67 @@ for (const [name, database] of backends) {
             SELECT submissions FROM mock_broker_orders WHERE client_order_id = ${twice}`
           expect(placed).toEqual([{ submissions: 1 }])
         }))
+
+      it.effect("an order is decided at the price the broker last read only while that price holds: a price moved elsewhere is read again", () =>
+        Effect.gen(function*() {
+          const broker = yield* BrokerGateway
+          const sql = yield* SqlClient.SqlClient
+          const { testBroker, user } = yield* seedUser
+          const connection = { id: testBroker.id, kind: "mock" as const }
+          const fillPrice = Effect.map(
+            Effect.suspend(() => broker.submit(connection, { clientOrderId: `tir_${uuid()}`, spec: marketSpec })),
+            (order) => order.fills.map((fill) => fill.price)
+          )
+          expect(yield* fillPrice).toEqual([100])
+          expect(yield* fillPrice).toEqual([100])
+          // Set by another instance: this broker's last read does not know it.
+          yield* sql`INSERT INTO mock_prices (user_id, symbol, price, updated_at) VALUES (${user.id}, ${marketSpec.symbol}, 90, now())`
+          expect(yield* fillPrice).toEqual([90])
+          yield* sql`UPDATE mock_prices SET price = 95 WHERE user_id = ${user.id}`
+          expect(yield* fillPrice).toEqual([95])
+        }))
     })
   })
 }
+
+layer(Services.ports(TestServer.options).pipe(Layer.provideMerge(Postgres.layerFresh)), { timeout: 60_000, excludeTestServices: true })(
+  "recording on PostgreSQL, with the intent held by another transaction",
+  (it) => {
+    it.effect("the statement without locks skips it; the answer is recorded under the lock once that transaction ends", () =>
+      Effect.gen(function*() {
+        const routing = yield* RoutingRepository
+        const sql = yield* SqlClient.SqlClient
+        const { inputs: [input] } = yield* liveIntents(1)
+        if (input === undefined) return yield* Effect.dieMessage("no intent")
+        const [job] = yield* claimed([input])
+        const started = yield* Deferred.make<void>()
+        const release = yield* Deferred.make<void>()
+        const holder = yield* Effect.fork(
+          sql.withTransaction(Effect.gen(function*() {
+            yield* sql`SELECT 1 FROM intents WHERE id = ${input.id} FOR UPDATE`
+            yield* Deferred.succeed(started, undefined)
+            yield* Deferred.await(release)
+          })).pipe(Effect.orDie)
+        )
+        yield* Deferred.await(started)
+        const recording = yield* Effect.fork(batchesOf(
+          "routing_record_unlocked",
+          routing.record(input.id, filledOrder(input.id, [["a", 10]]), job, { syncAt: undefined })
+        ))
+        // The recording waits for the lock: the statement without locks has passed the intent by.
+        yield* sql<{ waiting: number }>`
+          SELECT count(*)::int AS waiting FROM pg_stat_activity
+          WHERE datname = current_database() AND wait_event_type = 'Lock'`.pipe(
+          Effect.filterOrFail(([row]) => row?.waiting === 1, () => "not waiting yet"),
+          Effect.retry(Schedule.spaced("10 millis")),
+          Effect.timeout("10 seconds")
+        )
+        expect(Option.isNone(yield* Fiber.poll(recording))).toBe(true)
+        yield* Deferred.succeed(release, undefined)
+        yield* Fiber.join(holder)
+        const { calls, result } = yield* Fiber.join(recording)
+        expect(calls).toBe(0)
+        expect(result).toMatchObject({ status: "filled", filled: 10, changed: true })
+      }))
+  }
+)

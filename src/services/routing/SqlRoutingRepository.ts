@@ -18,6 +18,7 @@ import {
   applyRejection,
   applyOrderUpdate,
   clientOrderId,
+  eventType,
   heardReason,
   isFinal,
   type JobKind,
@@ -82,6 +83,17 @@ const ClaimRow = Schema.Struct({ ...JobClaim.fields, context: Schema.NullOr(Cont
 const OrderFill = Schema.Struct({ client_order_id: Schema.String, ...Tables.Fills.row.omit("order_id").fields })
 const fillColumns = Tables.columnsOf(Tables.Fills.row)
 const fillRecordset = `client_order_id text, ${Tables.recordsetTypes(Tables.Fills.row.omit("order_id"), Tables.Fills.types)}`
+const orderColumns = Tables.columnList(Tables.Orders.row)
+const orderRecordset = Tables.recordsetTypes(Tables.Orders.row, Tables.Orders.types)
+const encodeOrders = Schema.encodeSync(Schema.Array(Tables.Orders.row))
+const encodeFills = Schema.encodeSync(Schema.Array(OrderFill))
+
+/** What the statement of an unlocked recording reads of each intent: the status its claim read, and the transition decided on it. */
+const UNLOCKED_RECORDSET = "intent_id uuid, assumed text, status text, status_reason text, changed boolean, event_id text, type text"
+
+/** The intents an unlocked recording wrote. */
+const Written = Schema.Struct({ written: Schema.parseJson(Schema.Array(IntentId)) })
+const decodeWritten = Schema.decodeUnknown(Schema.Array(Written))
 const JOB_CLAIM_RECORDSET = Tables.recordsetTypes(JobClaim, Tables.RoutingJobs.types)
 
 /**
@@ -123,15 +135,20 @@ export const make = Effect.gen(function*() {
   const transitions = Outbox.make(sql, newEventId)
   const { applyAll, lockState, lockStates } = transitions
 
+  /** `WHERE column IN (among)` when `among` (a query of intent ids) is given: the rows of those intents only. */
+  const amongIntents = (column: string, among: Statement.Fragment | undefined) =>
+    among === undefined ? sql`` : sql`WHERE ${sql.literal(column)} IN (${among})`
+
   /**
    * Jobs' ends, as common table expressions: each deleted if this worker still holds it (no other
    * claim since) and it was not enqueued again meanwhile; if it was, handed back (and the workers
-   * woken) to run again.
+   * woken) to run again. With `among`, only the jobs of those intents.
    */
-  const finishJobs = (jobs: ReadonlyArray<typeof JobClaim.Encoded>) => {
+  const finishJobs = (jobs: ReadonlyArray<typeof JobClaim.Encoded>, among?: Statement.Fragment) => {
     const held = sql`j.intent_id = d.intent_id AND j.kind = d.kind AND j.claims = d.claims AND j.locked_until IS NOT NULL`
     return sql`job_claims AS (
         SELECT * FROM json_to_recordset(${JSON.stringify(jobs)}::json) AS d(${sql.literal(JOB_CLAIM_RECORDSET)})
+        ${amongIntents("d.intent_id", among)}
       ), job_done AS (
         DELETE FROM routing_jobs j USING job_claims d WHERE ${held} AND j.version = d.version
       ), job_again AS (
@@ -143,19 +160,22 @@ export const make = Effect.gen(function*() {
   /**
    * What transitions end, as common table expressions: the jobs the worker ran, if any; for each
    * intent now final, its other jobs no worker holds (a check at the end of the day, a sync after
-   * a cancel), which have nothing left to do; and `also`, the caller's own.
+   * a cancel), which have nothing left to do; and `also`, the caller's own. With `among` (a query
+   * of intent ids), only those intents' jobs end.
    */
   const endings = (
     ends: ReadonlyArray<Outbox.Change & { readonly done: Job | undefined }>,
-    also: ReadonlyArray<Statement.Fragment> = []
+    also: ReadonlyArray<Statement.Fragment> = [],
+    among?: Statement.Fragment
   ) => {
     const done = ends.flatMap(({ done }) => done === undefined ? [] : [claimOf(done)])
     const moot = ends.filter(({ transition }) => transition.changed && isFinal(transition.status)).map(({ intentId }) => intentId)
     const parts = [
-      ...(done.length === 0 ? [] : [finishJobs(done)]),
-      ...(moot.length === 0
-        ? []
-        : [sql`jobs_moot AS (DELETE FROM routing_jobs WHERE intent_id IN ${sql.in(moot)} AND locked_until IS NULL)`]),
+      ...(done.length === 0 ? [] : [finishJobs(done, among)]),
+      ...(moot.length === 0 ? [] : [
+        sql`jobs_moot AS (DELETE FROM routing_jobs WHERE intent_id IN ${sql.in(moot)} AND locked_until IS NULL
+          ${among === undefined ? sql`` : sql`AND intent_id IN (${among})`})`
+      ]),
       ...also
     ]
     return parts.length === 0 ? undefined : sql.csv(parts)
@@ -223,6 +243,35 @@ export const make = Effect.gen(function*() {
   })
 
   /**
+   * Orders and their new fills, whatever their number, as the common table expressions `saved`
+   * (each order's id and client order id) and `fills_saved`; with `among` (a query of intent ids),
+   * only those intents' orders and fills.
+   */
+  const ordersSaved = (
+    orders: ReadonlyArray<typeof Tables.Orders.row.Encoded>,
+    fills: ReadonlyArray<typeof OrderFill.Encoded>,
+    among?: Statement.Fragment
+  ) =>
+    sql`saved AS (
+        INSERT INTO orders (${sql.literal(orderColumns)})
+        SELECT ${sql.literal(orderColumns)} FROM json_to_recordset(${JSON.stringify(orders)}::json) AS o(${sql.literal(orderRecordset)})
+        ${amongIntents("o.intent_id", among)}
+        ON CONFLICT (client_order_id) DO UPDATE SET
+          broker_order_id = EXCLUDED.broker_order_id,
+          status = ${sql.literal(NEXT_STATUS)},
+          updated_at = CASE WHEN orders.status = ${sql.literal(NEXT_STATUS)} THEN orders.updated_at
+            ELSE EXCLUDED.updated_at END
+        RETURNING id, client_order_id
+      ), fills_saved AS (
+        INSERT INTO fills (${sql.literal(Tables.columnList(Tables.Fills.row))})
+        SELECT ${sql.literal(fillColumns.map((column) => column === "order_id" ? "saved.id" : `f.${column}`).join(", "))}
+        FROM saved JOIN json_to_recordset(${JSON.stringify(fills)}::json) AS f(${sql.literal(fillRecordset)})
+          ON f.client_order_id = saved.client_order_id
+        ON CONFLICT (order_id, broker_fill_id) DO NOTHING
+        RETURNING 1
+      )`
+
+  /**
    * Orders and their new fills, whatever their number: one statement. It leaves their intents'
    * documents to the recording's next statement, which writes every one of those intents (the
    * triggers on `orders` and `fills` skip the statement named by `tir.documents_rebuilt_by`, for
@@ -231,23 +280,7 @@ export const make = Effect.gen(function*() {
   const saveOrders = SqlSchema.void({
     Request: Schema.Struct({ orders: Schema.NonEmptyArray(Tables.Orders.row), fills: Schema.Array(OrderFill) }),
     execute: ({ fills, orders }) =>
-      sql`
-        WITH saved AS (
-          INSERT INTO orders ${sql.insert(orders)}
-          ON CONFLICT (client_order_id) DO UPDATE SET
-            broker_order_id = EXCLUDED.broker_order_id,
-            status = ${sql.literal(NEXT_STATUS)},
-            updated_at = CASE WHEN orders.status = ${sql.literal(NEXT_STATUS)} THEN orders.updated_at
-              ELSE EXCLUDED.updated_at END
-          RETURNING id, client_order_id
-        ), fills_saved AS (
-          INSERT INTO fills (${sql.literal(Tables.columnList(Tables.Fills.row))})
-          SELECT ${sql.literal(fillColumns.map((column) => column === "order_id" ? "saved.id" : `f.${column}`).join(", "))}
-          FROM saved JOIN json_to_recordset(${JSON.stringify(fills)}::json) AS f(${sql.literal(fillRecordset)})
-            ON f.client_order_id = saved.client_order_id
-          ON CONFLICT (order_id, broker_fill_id) DO NOTHING
-        )
-        SELECT set_config('tir.documents_rebuilt_by', statement_timestamp()::text, true)`
+      sql`WITH ${ordersSaved(orders, fills)} SELECT set_config('tir.documents_rebuilt_by', statement_timestamp()::text, true)`
   })
 
   /** The intents' documents built again (by their row trigger): those whose recorded word changed no status. */
@@ -290,6 +323,36 @@ export const make = Effect.gen(function*() {
     return followUp.syncAt === undefined ? undefined : { intentId, kind: "sync", runAt: followUp.syncAt }
   }
 
+  /** What recording a word on an intent in `state` writes: the transition, the order, its new fills and the work that follows. */
+  const planOf = ({ done, followUp, intentId, order, via }: Heard, state: Outbox.LockedState, now: DateTime.Utc) =>
+    Effect.gen(function*() {
+      const transition = applyOrderUpdate(state, {
+        status: order.status,
+        reason: via === undefined ? order.reason : heardReason(order, state.cancelRequested),
+        fills: order.fills.map(({ id, price, quantity }) => ({ id, price, quantity }))
+      })
+      const fills = yield* Effect.forEach(transition.fills, (fill) =>
+        Effect.map(ids.uuid, (id) => ({
+          id,
+          client_order_id: order.clientOrderId,
+          broker_fill_id: fill.id,
+          quantity: fill.quantity,
+          price: fill.price,
+          filled_at: order.fills.find((f) => f.id === fill.id)?.filledAt ?? now
+        })))
+      const row = {
+        id: OrderId.make(yield* ids.uuid),
+        intent_id: intentId,
+        client_order_id: order.clientOrderId,
+        broker_order_id: order.brokerOrderId,
+        status: order.status,
+        created_at: now,
+        updated_at: now
+      }
+      const next = nextWork(intentId, followUp, { status: transition.status, cancelRequested: state.cancelRequested }, now)
+      return { intentId, transition, done, row, fills, next }
+    })
+
   /**
    * Records the broker's word about orders, each of a different intent: the intents locked and
    * read in one statement, the orders and new fills written in one, the transitions with their
@@ -299,38 +362,15 @@ export const make = Effect.gen(function*() {
   const recordEach = (recordings: ReadonlyArray<Heard>, now: DateTime.Utc) =>
     Effect.gen(function*() {
       const states = yield* lockStates(recordings.map(({ intentId }) => intentId))
-      const planned = yield* Effect.forEach(recordings, ({ done, followUp, intentId, order, via }) =>
+      const planned = yield* Effect.forEach(recordings, (recording) =>
         Effect.gen(function*() {
+          const { intentId, via } = recording
           const state = states.get(intentId)
           // A word heard on a connection's stream is left out when the intent is gone, final, or
           // routed elsewhere; any other word about an intent that vanished is a defect.
           if (state === undefined) return via === undefined ? yield* Effect.dieMessage(`intent ${intentId} vanished`) : undefined
           if (via !== undefined && (state.brokerId !== via || isFinal(state.status))) return undefined
-          const transition = applyOrderUpdate(state, {
-            status: order.status,
-            reason: via === undefined ? order.reason : heardReason(order, state.cancelRequested),
-            fills: order.fills.map(({ id, price, quantity }) => ({ id, price, quantity }))
-          })
-          const fills = yield* Effect.forEach(transition.fills, (fill) =>
-            Effect.map(ids.uuid, (id) => ({
-              id,
-              client_order_id: order.clientOrderId,
-              broker_fill_id: fill.id,
-              quantity: fill.quantity,
-              price: fill.price,
-              filled_at: order.fills.find((f) => f.id === fill.id)?.filledAt ?? now
-            })))
-          const row = {
-            id: OrderId.make(yield* ids.uuid),
-            intent_id: intentId,
-            client_order_id: order.clientOrderId,
-            broker_order_id: order.brokerOrderId,
-            status: order.status,
-            created_at: now,
-            updated_at: now
-          }
-          const next = nextWork(intentId, followUp, { status: transition.status, cancelRequested: state.cancelRequested }, now)
-          return { intentId, transition, done, row, fills, next }
+          return yield* planOf(recording, state, now)
         }))
       const written = planned.filter((plan) => plan !== undefined)
       const [first, ...rest] = written
@@ -347,6 +387,86 @@ export const make = Effect.gen(function*() {
       )
       return planned.map((plan) => plan === undefined ? Option.none<Transition>() : Option.some(plan.transition))
     })
+
+  /**
+   * The intent of a submission's answer as its job's claim read it, when that claim found no order
+   * and no cancel asked for: what an unlocked recording assumes (see `recordUnlocked`).
+   */
+  const claimedState = ({ done, intentId, via }: Heard): Outbox.LockedState | undefined => {
+    const context = via === undefined && done !== undefined ? Option.getOrUndefined(done.context) : undefined
+    if (context === undefined || context.intentId !== intentId || context.hasOrder || context.cancelRequested || isFinal(context.status)) {
+      return undefined
+    }
+    return { status: context.status, quantity: context.spec.quantity, fills: [], brokerId: context.connection.id, cancelRequested: false }
+  }
+
+  const countUnlocked = Batched.countServed("routing_record_unlocked")
+
+  /**
+   * Submissions' answers about intents their claims found with no order and no cancel asked for,
+   * recorded in one statement with no transaction around it: no lock is held between round trips,
+   * and the recording is one round trip instead of five. Each transition is decided on the claim's
+   * reading, and each intent is written only if it still stands so (the same status, no cancel
+   * asked for, no order in its document: checked again on the latest row should it have changed)
+   * and no other transaction holds it; its order, fills, status, event, job's end and follow-up
+   * are written together, the status after the orders and fills so that the document its trigger
+   * builds shows them. Answered with the transitions written, by the recordings' indexes; the
+   * rest are left to the locking recording.
+   */
+  const recordUnlocked = (recordings: ReadonlyArray<Heard>, now: DateTime.Utc) =>
+    Effect.gen(function*() {
+      const taken = new Set<IntentId>()
+      const candidates = recordings.flatMap((recording, index) => {
+        const state = claimedState(recording)
+        if (state === undefined || taken.has(recording.intentId)) return []
+        taken.add(recording.intentId)
+        return [{ index, recording, state }]
+      })
+      if (candidates.length === 0) return new Map<number, Transition>()
+      const plans = yield* Effect.forEach(candidates, ({ index, recording, state }) =>
+        Effect.map(planOf(recording, state, now), (plan) => ({ ...plan, index, assumed: state.status })))
+      const changes = yield* Effect.forEach(plans, ({ assumed, intentId, transition }) =>
+        Effect.map(transition.changed ? newEventId : Effect.succeed(null), (eventId) => ({
+          intent_id: intentId,
+          assumed,
+          status: transition.status,
+          status_reason: transition.reason,
+          changed: transition.changed,
+          event_id: eventId,
+          type: eventType(transition.status)
+        })))
+      const at = DateTime.toDate(now)
+      const intentIds = sql.in(plans.map(({ intentId }) => intentId))
+      const among = sql`SELECT id FROM locked`
+      const next = plans.flatMap(({ next }) => next === undefined ? [] : [next])
+      const ends = endings(plans, next.length === 0 ? [] : [transitions.queued(next, now, among)], among)
+      const rows = yield* sql`
+        WITH claimed AS (
+          SELECT * FROM json_to_recordset(${JSON.stringify(changes)}::json) AS c(${sql.literal(UNLOCKED_RECORDSET)})
+        ), locked AS (
+          SELECT i.id FROM intents i JOIN claimed c ON c.intent_id = i.id
+          WHERE i.id IN ${intentIds} AND i.status = c.assumed AND i.cancel_requested_at IS NULL
+            AND json_array_length(i.document -> 'orders') = 0
+          ORDER BY i.id FOR UPDATE OF i SKIP LOCKED
+        ), ${ordersSaved(encodeOrders(plans.map(({ row }) => row)), encodeFills(plans.flatMap(({ fills }) => fills)), among)},
+        written AS (
+          UPDATE intents SET status = c.status,
+            status_reason = CASE WHEN c.changed THEN c.status_reason ELSE intents.status_reason END,
+            updated_at = CASE WHEN c.changed THEN ${at} ELSE intents.updated_at END
+          FROM claimed c JOIN locked l ON l.id = c.intent_id
+          WHERE intents.id = c.intent_id AND intents.id IN ${intentIds}
+            AND (SELECT count(*) FROM saved) + (SELECT count(*) FROM fills_saved) >= 0
+          RETURNING intents.*, c.changed, c.event_id, c.type
+        ), ${Outbox.eventTables(sql, sql`written i WHERE i.changed`, { id: sql`i.event_id`, type: sql`i.type`, at: sql`${at}` })}
+        ${ends === undefined ? sql`` : sql`, ${ends}`}
+        SELECT set_config('tir.documents_rebuilt_by', statement_timestamp()::text, true),
+          ${sql.literal(Outbox.DELIVERIES_DUE)}, ${sql.literal(Outbox.EVENTS_WRITTEN)},
+          COALESCE((SELECT json_agg(id) FROM written), '[]')::text AS written`
+      const [{ written } = { written: [] }] = yield* decodeWritten(rows)
+      if (written.length > 0) countUnlocked(written.length)
+      const done = new Set(written)
+      return new Map(plans.flatMap(({ index, intentId, transition }) => done.has(intentId) ? [[index, transition] as const] : []))
+    }).pipe(Tracing.span("RoutingRepository.recordUnlocked", { attributes: { "batch.size": recordings.length } }))
 
   /**
    * Records in one transaction, in rounds of distinct intents: a second word about an intent is
@@ -376,16 +496,35 @@ export const make = Effect.gen(function*() {
   const recordOne = (recording: Heard) => Effect.flatten(Effect.map(recordAll([recording]), (answers) => answerOf(answers, 0)))
 
   /**
-   * Recordings that arrive together (the workers' jobs claimed together, a broker's stream) share
-   * one transaction; should it fail, each is recorded alone, so that one bad recording fails no
-   * other (recording again what a lost commit wrote changes nothing).
+   * Recordings under locks in one transaction; should it fail, each is recorded alone, so that one
+   * bad recording fails no other (recording again what a lost commit wrote changes nothing).
    */
-  const recordBatch = (recordings: ReadonlyArray<Heard>) =>
+  const recordLocked = (recordings: ReadonlyArray<Heard>) =>
     recordAll(recordings).pipe(
       Effect.map((answers) => recordings.map((_, i) => answerOf(answers, i))),
-      Effect.catchAllCause(() => Effect.forEach(recordings, (recording) => Effect.exit(recordOne(recording)))),
-      Tracing.span("RoutingRepository.recordBatch", { attributes: { "batch.size": recordings.length } })
+      Effect.catchAllCause(() => Effect.forEach(recordings, (recording) => Effect.exit(recordOne(recording))))
     )
+
+  /**
+   * Recordings that arrive together (the workers' jobs claimed together, a broker's stream): the
+   * submissions' answers about intents still as their claims read them in one statement without
+   * locks, the rest (and any of those that found their intent changed) in one transaction.
+   */
+  const recordBatch = (recordings: ReadonlyArray<Heard>) =>
+    Effect.gen(function*() {
+      const unlocked = yield* recordUnlocked(recordings, yield* DateTime.now).pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.as(Effect.logWarning("could not record submissions without locks; recording them under locks", cause), new Map<number, Transition>()))
+      )
+      const rest = recordings.filter((_, index) => !unlocked.has(index))
+      const locked = rest.length === 0 ? [] : yield* recordLocked(rest)
+      let next = 0
+      return recordings.map((_, index): Exit.Exit<Option.Option<Transition>> => {
+        const transition = unlocked.get(index)
+        if (transition !== undefined) return Exit.succeed(Option.some(transition))
+        return locked[next++] ?? Exit.die(new Error("a recording went unanswered"))
+      })
+    }).pipe(Tracing.span("RoutingRepository.recordBatch", { attributes: { "batch.size": recordings.length } }))
   const recordBatched = yield* Batched.makeMany(recordBatch, { name: "routing_record", maxBatch: 100, concurrency: 2 })
 
   /** Recordings batched with those arriving meanwhile; inside a caller's transaction, in it (they cannot wait for a batch). */

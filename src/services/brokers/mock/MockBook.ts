@@ -40,6 +40,33 @@ export type BookOrder = typeof Row.Type
 
 const decimals: ReadonlySet<string> = new Set(["filled_quantity", "quantity", "limit_price", "stop_price", "fill_price"])
 
+/** Each column's SQL type, for rows read from a `json_to_recordset`. */
+const types: { readonly [K in keyof typeof Row.fields]: string } = {
+  client_order_id: "text",
+  broker_order_id: "text",
+  connection_id: "uuid",
+  time_in_force: "text",
+  status: "text",
+  reason: "text",
+  filled_quantity: "numeric",
+  placed_at: "timestamptz",
+  updated_at: "timestamptz",
+  symbol: "text",
+  side: "text",
+  order_type: "text",
+  quantity: "numeric",
+  limit_price: "numeric",
+  stop_price: "numeric",
+  triggered: "boolean",
+  fill_price: "numeric",
+  filled_at: "timestamptz"
+}
+const columnList = Object.keys(types).join(", ")
+
+/** An order decided at `price`: placed only while its symbol's price for its connection's user still is that price. */
+const PricedRow = Schema.Struct({ ...Row.fields, price: Schema.Number })
+const pricedRecordset = [...Object.entries(types).map(([column, type]) => `${column} ${type}`), "price numeric"].join(", ")
+
 /** Numeric columns as text, so that both drivers hand them over alike. */
 const columns = (prefix: string) =>
   Object.keys(Row.fields).map((column) => decimals.has(column) ? `${prefix}${column}::text AS ${column}` : `${prefix}${column}`).join(", ")
@@ -136,6 +163,24 @@ export const make = Effect.gen(function*() {
           RETURNING ${all}`
   })
 
+  /**
+   * Places orders, each of a different client order id, as `place` does, but each only if its
+   * symbol's price for its connection's user (the reference price when none is set) is still the
+   * price it was decided at; the others are left out of the answer.
+   */
+  const placeAt = SqlSchema.findAll({
+    Request: Schema.NonEmptyArray(PricedRow),
+    Result: Row,
+    execute: (orders) =>
+      sql`INSERT INTO mock_broker_orders (${sql.literal(columnList)})
+          SELECT ${sql.literal(columnList)} FROM json_to_recordset(${JSON.stringify(orders)}::json) AS o(${sql.literal(pricedRecordset)})
+          WHERE o.price = COALESCE((
+            SELECT p.price FROM mock_prices p JOIN broker_connections c ON c.user_id = p.user_id
+            WHERE c.id = o.connection_id AND p.symbol = o.symbol), ${REFERENCE_PRICE})
+          ON CONFLICT (client_order_id) DO UPDATE SET submissions = mock_broker_orders.submissions + 1
+          RETURNING ${all}`
+  })
+
   const cancel = SqlSchema.void({
     Request: Row.pick("client_order_id", "updated_at"),
     execute: ({ client_order_id, updated_at }) =>
@@ -189,6 +234,7 @@ export const make = Effect.gen(function*() {
     listPrices,
     select,
     place,
+    placeAt,
     cancel,
     openOrders,
     fill,

@@ -10,7 +10,7 @@ import { BrokerUnavailable } from "../../../domain/Broker.js"
 import { decide, REFERENCE_PRICE } from "../../../domain/MockExchange.js"
 import * as Batched from "../../../sql/Batched.js"
 import { orDie } from "../../../sql/Defects.js"
-import type { BrokerGateway, Connection, OrderRef, Submission } from "../BrokerGateway.js"
+import type { BrokerGateway, BrokerOrder, Connection, OrderRef, Submission } from "../BrokerGateway.js"
 import * as MockBook from "./MockBook.js"
 import * as Tracing from "../../../Tracing.js"
 
@@ -47,6 +47,9 @@ const decideOrder = (
   })
 }
 
+/** The most prices a mock broker keeps from its last reads. */
+const KNOWN_PRICES = 10_000
+
 /**
  * The deterministic mock broker of test mode. Its book lives in the database, keyed by client
  * order id: submissions are idempotent, survive restarts, and are shared by every instance. An
@@ -58,35 +61,68 @@ export const make = Effect.gen(function*() {
   const book = yield* MockBook.make
 
   /**
-   * Decides and places orders, each at its symbol's price for its connection's user: the prices
-   * read in one statement, the orders placed in one (a client order id given twice is placed once).
+   * The price each connection's symbol had when last read (the reference price when none was
+   * set), by `MockBook.priceKey`: what a submission is first decided at. At most `KNOWN_PRICES`
+   * are kept; beyond that the map starts again.
+   */
+  const lastPrices = new Map<string, number>()
+  const unpriced = ({ price: _, ...order }: MockBook.BookOrder & { readonly price: number }): MockBook.BookOrder => order
+
+  /**
+   * Decides the submissions at `priceOf` each and places the orders (a client order id given twice
+   * is placed once), into `answers` by index: with `held`, each only if its price still holds, the
+   * others left unanswered.
+   */
+  const decideAndPlace = (
+    submissions: ReadonlyArray<readonly [number, Submission]>,
+    priceOf: (submission: Submission) => number,
+    now: DateTime.Utc,
+    answers: Array<Exit.Exit<BrokerOrder, BrokerUnavailable> | undefined>,
+    held: boolean
+  ) =>
+    Effect.gen(function*() {
+      const orders = new Map<string, MockBook.BookOrder & { readonly price: number }>()
+      for (const [index, submission] of submissions) {
+        const price = priceOf(submission)
+        const order = decideOrder(submission, price, now)
+        if (Either.isLeft(order)) answers[index] = Exit.fail(order.left)
+        else orders.set(order.right.client_order_id, { ...order.right, price })
+      }
+      const [first, ...rest] = orders.values()
+      if (first === undefined) return
+      const placed = held
+        ? yield* book.placeAt([first, ...rest])
+        : yield* book.place([unpriced(first), ...rest.map(unpriced)])
+      const placedById = new Map(placed.map((row) => [row.client_order_id, row]))
+      for (const [index, { clientOrderId }] of submissions) {
+        if (answers[index] !== undefined) continue
+        const row = placedById.get(clientOrderId)
+        if (row !== undefined) answers[index] = Exit.succeed(MockBook.toBrokerOrder(row, now))
+        else if (!held) answers[index] = Exit.die(new Error(`mock order ${clientOrderId} was not placed`))
+      }
+    })
+
+  /**
+   * Decides and places orders, each at its symbol's price for its connection's user. First at the
+   * prices last read, placed in one statement where they still hold; the rest (prices not read
+   * yet, or moved since) at the prices read now, in one statement and one more.
    */
   const submitAll = (submissions: ReadonlyArray<Submission>) =>
     Effect.gen(function*() {
-      const prices = yield* book.pricesFor(submissions.map(({ connection, spec }) => ({ connectionId: connection.id, symbol: spec.symbol })))
       const now = yield* DateTime.now
-      const decided = submissions.map((submission) =>
-        decideOrder(
-          submission,
-          prices.get(MockBook.priceKey(submission.connection.id, submission.spec.symbol)) ?? REFERENCE_PRICE,
-          now
-        )
-      )
-      const orders = new Map(decided.flatMap((order) => Either.isRight(order) ? [[order.right.client_order_id, order.right]] : []))
-      const [first, ...rest] = orders.values()
-      const placed = first === undefined ? [] : yield* book.place([first, ...rest])
-      const placedById = new Map(placed.map((row) => [row.client_order_id, row]))
-      return decided.map((order) =>
-        Either.match(order, {
-          onLeft: (error) => Exit.fail(error),
-          onRight: ({ client_order_id }) => {
-            const row = placedById.get(client_order_id)
-            return row === undefined
-              ? Exit.die(new Error(`mock order ${client_order_id} was not placed`))
-              : Exit.succeed(MockBook.toBrokerOrder(row, now))
-          }
-        })
-      )
+      const answers: Array<Exit.Exit<BrokerOrder, BrokerUnavailable> | undefined> = submissions.map(() => undefined)
+      const keyOf = ({ connection, spec }: Submission) => MockBook.priceKey(connection.id, spec.symbol)
+      const known = submissions.flatMap((submission, index) =>
+        lastPrices.has(keyOf(submission)) ? [[index, submission] as const] : [])
+      yield* decideAndPlace(known, (submission) => lastPrices.get(keyOf(submission)) ?? REFERENCE_PRICE, now, answers, true)
+      const rest = submissions.flatMap((submission, index) => answers[index] === undefined ? [[index, submission] as const] : [])
+      if (rest.length > 0) {
+        const prices = yield* book.pricesFor(rest.map(([, { connection, spec }]) => ({ connectionId: connection.id, symbol: spec.symbol })))
+        if (lastPrices.size + rest.length > KNOWN_PRICES) lastPrices.clear()
+        for (const [, submission] of rest) lastPrices.set(keyOf(submission), prices.get(keyOf(submission)) ?? REFERENCE_PRICE)
+        yield* decideAndPlace(rest, (submission) => prices.get(keyOf(submission)) ?? REFERENCE_PRICE, now, answers, false)
+      }
+      return answers.map((answer) => answer ?? Exit.die(new Error("a submission went unanswered")))
     })
 
   /**
