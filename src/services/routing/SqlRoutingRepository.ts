@@ -31,6 +31,7 @@ import { ROUTING_CHANNEL } from "../../sql/Channels.js"
 import * as Batched from "../../sql/Batched.js"
 import { orDie } from "../../sql/Defects.js"
 import * as Outbox from "../../sql/Outbox.js"
+import { PREPARED } from "../../sql/Prepared.js"
 import * as Tables from "../../sql/Tables.js"
 import type { FollowUp, Job, Recording, RoutingContext, RoutingRepository } from "./RoutingRepository.js"
 import * as Tracing from "../../Tracing.js"
@@ -89,7 +90,8 @@ const encodeOrders = Schema.encodeSync(Schema.Array(Tables.Orders.row))
 const encodeFills = Schema.encodeSync(Schema.Array(OrderFill))
 
 /** What the statement of an unlocked recording reads of each intent: the status its claim read, and the transition decided on it. */
-const UNLOCKED_RECORDSET = "intent_id uuid, assumed text, status text, status_reason text, changed boolean, event_id text, type text"
+const UNLOCKED_RECORDSET =
+  "intent_id uuid, assumed text, status text, status_reason text, changed boolean, final boolean, event_id text, type text"
 
 /** The intents an unlocked recording wrote. */
 const Written = Schema.Struct({ written: Schema.parseJson(Schema.Array(IntentId)) })
@@ -132,6 +134,7 @@ export const make = Effect.gen(function*() {
   const lease = (duration: Duration.Duration) =>
     Effect.map(DateTime.now, (at) => ({ at, until: DateTime.addDuration(at, duration) }))
 
+  const prepared = sql.literal(PREPARED)
   const transitions = Outbox.make(sql, newEventId)
   const { applyAll, lockState, lockStates } = transitions
 
@@ -160,22 +163,19 @@ export const make = Effect.gen(function*() {
   /**
    * What transitions end, as common table expressions: the jobs the worker ran, if any; for each
    * intent now final, its other jobs no worker holds (a check at the end of the day, a sync after
-   * a cancel), which have nothing left to do; and `also`, the caller's own. With `among` (a query
-   * of intent ids), only those intents' jobs end.
+   * a cancel), which have nothing left to do; and `also`, the caller's own.
    */
   const endings = (
     ends: ReadonlyArray<Outbox.Change & { readonly done: Job | undefined }>,
-    also: ReadonlyArray<Statement.Fragment> = [],
-    among?: Statement.Fragment
+    also: ReadonlyArray<Statement.Fragment> = []
   ) => {
     const done = ends.flatMap(({ done }) => done === undefined ? [] : [claimOf(done)])
     const moot = ends.filter(({ transition }) => transition.changed && isFinal(transition.status)).map(({ intentId }) => intentId)
     const parts = [
-      ...(done.length === 0 ? [] : [finishJobs(done, among)]),
-      ...(moot.length === 0 ? [] : [
-        sql`jobs_moot AS (DELETE FROM routing_jobs WHERE intent_id IN ${sql.in(moot)} AND locked_until IS NULL
-          ${among === undefined ? sql`` : sql`AND intent_id IN (${among})`})`
-      ]),
+      ...(done.length === 0 ? [] : [finishJobs(done)]),
+      ...(moot.length === 0
+        ? []
+        : [sql`jobs_moot AS (DELETE FROM routing_jobs WHERE intent_id IN ${sql.in(moot)} AND locked_until IS NULL)`]),
       ...also
     ]
     return parts.length === 0 ? undefined : sql.csv(parts)
@@ -432,20 +432,22 @@ export const make = Effect.gen(function*() {
           status: transition.status,
           status_reason: transition.reason,
           changed: transition.changed,
+          final: transition.changed && isFinal(transition.status),
           event_id: eventId,
           type: eventType(transition.status)
         })))
       const at = DateTime.toDate(now)
-      const intentIds = sql.in(plans.map(({ intentId }) => intentId))
+      // The statement's text is the same whatever the number of intents (no lists), so that it is
+      // prepared once per connection; the ids, as an array, keep the reads on the primary key.
+      const intentIds = sql`string_to_array(${plans.map(({ intentId }) => intentId).join(",")}, ',')::uuid[]`
       const among = sql`SELECT id FROM locked`
       const next = plans.flatMap(({ next }) => next === undefined ? [] : [next])
-      const ends = endings(plans, next.length === 0 ? [] : [transitions.queued(next, now, among)], among)
-      const rows = yield* sql`
+      const rows = yield* sql`${prepared}
         WITH claimed AS (
           SELECT * FROM json_to_recordset(${JSON.stringify(changes)}::json) AS c(${sql.literal(UNLOCKED_RECORDSET)})
         ), locked AS (
           SELECT i.id FROM intents i JOIN claimed c ON c.intent_id = i.id
-          WHERE i.id IN ${intentIds} AND i.status = c.assumed AND i.cancel_requested_at IS NULL
+          WHERE i.id = ANY(${intentIds}) AND i.status = c.assumed AND i.cancel_requested_at IS NULL
             AND json_array_length(i.document -> 'orders') = 0
           ORDER BY i.id FOR UPDATE OF i SKIP LOCKED
         ), ${ordersSaved(encodeOrders(plans.map(({ row }) => row)), encodeFills(plans.flatMap(({ fills }) => fills)), among)},
@@ -454,11 +456,15 @@ export const make = Effect.gen(function*() {
             status_reason = CASE WHEN c.changed THEN c.status_reason ELSE intents.status_reason END,
             updated_at = CASE WHEN c.changed THEN ${at} ELSE intents.updated_at END
           FROM claimed c JOIN locked l ON l.id = c.intent_id
-          WHERE intents.id = c.intent_id AND intents.id IN ${intentIds}
+          WHERE intents.id = c.intent_id AND intents.id = ANY(${intentIds})
             AND (SELECT count(*) FROM saved) + (SELECT count(*) FROM fills_saved) >= 0
           RETURNING intents.*, c.changed, c.event_id, c.type
-        ), ${Outbox.eventTables(sql, sql`written i WHERE i.changed`, { id: sql`i.event_id`, type: sql`i.type`, at: sql`${at}` })}
-        ${ends === undefined ? sql`` : sql`, ${ends}`}
+        ), ${Outbox.eventTables(sql, sql`written i WHERE i.changed`, { id: sql`i.event_id`, type: sql`i.type`, at: sql`${at}` })},
+        ${finishJobs(plans.flatMap(({ done }) => done === undefined ? [] : [claimOf(done)]), among)},
+        jobs_moot AS (
+          DELETE FROM routing_jobs WHERE intent_id IN (SELECT intent_id FROM claimed WHERE final)
+            AND intent_id IN (${among}) AND locked_until IS NULL
+        ), ${transitions.queued(next, now, among)}
         SELECT set_config('tir.documents_rebuilt_by', statement_timestamp()::text, true),
           ${sql.literal(Outbox.DELIVERIES_DUE)}, ${sql.literal(Outbox.EVENTS_WRITTEN)},
           COALESCE((SELECT json_agg(id) FROM written), '[]')::text AS written`

@@ -8,6 +8,7 @@ import { BrokerId, UserId } from "../../../domain/Ids.js"
 import { OrderStatus, OrderType, Side, TimeInForce } from "../../../domain/Intent.js"
 import { REFERENCE_PRICE, type RestingOrder, statusAt } from "../../../domain/MockExchange.js"
 import type { BrokerOrder } from "../BrokerGateway.js"
+import { PREPARED } from "../../../sql/Prepared.js"
 
 const Timestamp = Schema.DateTimeUtcFromDate
 const Decimal = Schema.NumberFromString
@@ -172,7 +173,7 @@ export const make = Effect.gen(function*() {
     Request: Schema.NonEmptyArray(PricedRow),
     Result: Row,
     execute: (orders) =>
-      sql`INSERT INTO mock_broker_orders (${sql.literal(columnList)})
+      sql`${sql.literal(PREPARED)} INSERT INTO mock_broker_orders (${sql.literal(columnList)})
           SELECT ${sql.literal(columnList)} FROM json_to_recordset(${JSON.stringify(orders)}::json) AS o(${sql.literal(pricedRecordset)})
           WHERE o.price = COALESCE((
             SELECT p.price FROM mock_prices p JOIN broker_connections c ON c.user_id = p.user_id
