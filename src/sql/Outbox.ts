@@ -79,7 +79,8 @@ export const DELIVERIES_DUE = `(SELECT pg_notify('${WEBHOOK_CHANNEL}', 'due') FR
 const StateRow = Schema.Struct({
   ...Tables.Intents.row.pick("id", "status", "quantity", "broker_id").fields,
   cancel_requested: Schema.Boolean,
-  fills: Schema.Array(Schema.Struct({ id: Schema.String, quantity: Tables.Fills.row.fields.quantity }))
+  fills: Schema.Array(Schema.Struct({ id: Schema.String, quantity: Tables.Fills.row.fields.quantity })),
+  version: Schema.String
 })
 
 /**
@@ -89,6 +90,14 @@ const StateRow = Schema.Struct({
 export interface LockedState extends RoutingState {
   readonly brokerId: BrokerId
   readonly cancelRequested: boolean
+}
+
+/**
+ * An intent as a read without a lock found it, with the version of its row read (`xmin`): every
+ * change to its status, orders, fills or cancel request writes a new version of that row.
+ */
+export interface ReadState extends LockedState {
+  readonly version: string
 }
 
 /** Routing work to add, or to move to `run_at` if already queued. */
@@ -115,19 +124,29 @@ const CHANGE_RECORDSET = "intent_id uuid, status text, status_reason text, event
 
 /** The SQL steps every state change shares, to be run inside the caller's transaction. */
 export const make = (sql: SqlClient.SqlClient, newEventId: Effect.Effect<string>) => {
-  const selectStates = SqlSchema.findAll({
-    Request: Schema.NonEmptyArray(IntentId),
-    Result: StateRow,
-    execute: (intentIds) =>
-      sql`
-        SELECT i.id, i.status, i.quantity::text AS quantity, i.broker_id,
-               i.cancel_requested_at IS NOT NULL AS cancel_requested,
-               COALESCE((SELECT json_agg(json_build_object('id', f.broker_fill_id, 'quantity', f.quantity::text))
-                         FROM fills f JOIN orders o ON o.id = f.order_id
-                         WHERE o.intent_id = i.id), '[]'::json) AS fills
-        FROM intents i WHERE i.id IN ${sql.in(intentIds)}
-        ORDER BY i.id FOR UPDATE OF i`
-  })
+  const selectStates = (lock: boolean) =>
+    SqlSchema.findAll({
+      Request: Schema.NonEmptyArray(IntentId),
+      Result: StateRow,
+      execute: (intentIds) =>
+        sql`
+          SELECT i.id, i.status, i.quantity::text AS quantity, i.broker_id,
+                 i.cancel_requested_at IS NOT NULL AS cancel_requested,
+                 COALESCE((SELECT json_agg(json_build_object('id', f.broker_fill_id, 'quantity', f.quantity::text))
+                           FROM fills f JOIN orders o ON o.id = f.order_id
+                           WHERE o.intent_id = i.id), '[]'::json) AS fills,
+                 i.xmin::text AS version
+          FROM intents i WHERE i.id IN ${sql.in(intentIds)}
+          ${lock ? sql`ORDER BY i.id FOR UPDATE OF i` : sql``}`
+    })
+  const selectLocked = selectStates(true)
+  const selectRead = selectStates(false)
+
+  const statesOf = (rows: ReadonlyArray<typeof StateRow.Type>) =>
+    new Map(rows.map(({ broker_id, cancel_requested, fills, id, quantity, status, version }) => [
+      id,
+      { status, quantity, fills, brokerId: broker_id, cancelRequested: cancel_requested, version }
+    ]))
 
   /**
    * Routing work added, or the same work already queued moved to its new time, as a common table
@@ -154,13 +173,16 @@ export const make = (sql: SqlClient.SqlClient, newEventId: Effect.Effect<string>
    */
   const lockStates = (intentIds: ReadonlyArray<IntentId>): Effect.Effect<ReadonlyMap<IntentId, LockedState>, SqlError | ParseError> => {
     const [first, ...rest] = intentIds
-    return first === undefined
-      ? Effect.succeed(new Map())
-      : Effect.map(selectStates([first, ...rest]), (rows) =>
-        new Map(rows.map(({ broker_id, cancel_requested, fills, id, quantity, status }) => [
-          id,
-          { status, quantity, fills, brokerId: broker_id, cancelRequested: cancel_requested }
-        ])))
+    return first === undefined ? Effect.succeed(new Map()) : Effect.map(selectLocked([first, ...rest]), statesOf)
+  }
+
+  /**
+   * Reads what {@link lockStates} reads, without locking, and each row's version: one round trip,
+   * in no transaction. An intent that does not exist is missing from the map.
+   */
+  const readStates = (intentIds: ReadonlyArray<IntentId>): Effect.Effect<ReadonlyMap<IntentId, ReadState>, SqlError | ParseError> => {
+    const [first, ...rest] = intentIds
+    return first === undefined ? Effect.succeed(new Map()) : Effect.map(selectRead([first, ...rest]), statesOf)
   }
 
   /**
@@ -193,6 +215,8 @@ export const make = (sql: SqlClient.SqlClient, newEventId: Effect.Effect<string>
 
   return {
     lockStates,
+
+    readStates,
 
     /** Locks the intent and reads what the transition function needs, fills included: one round trip. */
     lockState: (intentId: IntentId) =>

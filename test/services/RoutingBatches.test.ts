@@ -3,6 +3,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Cause from "effect/Cause"
+import type * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -10,13 +11,14 @@ import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
-import { IntentId, type Owner } from "../../src/domain/Ids.js"
+import { BrokerId, IntentId, type Owner } from "../../src/domain/Ids.js"
 import { clientOrderId } from "../../src/domain/Routing.js"
 import * as Services from "../../src/Services.js"
-import { BrokerGateway } from "../../src/services/brokers/BrokerGateway.js"
+import { BrokerGateway, type BrokerOrder } from "../../src/services/brokers/BrokerGateway.js"
 import { MockMarket } from "../../src/services/brokers/mock/MockMarket.js"
 import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
 import { RoutingRepository } from "../../src/services/routing/RoutingRepository.js"
+import * as SqlRoutingRepository from "../../src/services/routing/SqlRoutingRepository.js"
 import * as Database from "../../src/sql/Database.js"
 import { batchesOf } from "../support/Batches.js"
 import { eventId, marketSpec, newIntent, seedUser, uuid } from "../support/Fixtures.js"
@@ -211,6 +213,57 @@ for (const [name, database] of backends) {
           expect(intent.orders).toHaveLength(1)
           expect(intent.orders[0]?.fills.map((f) => f.quantity).sort((a, b) => a - b)).toEqual([4, 6])
         }))
+    })
+
+    describe("any other word, read first with its row's version", () => {
+      it.effect("a word heard on a stream is recorded without locks; a word about an intent final or routed elsewhere is left out", () =>
+        Effect.gen(function*() {
+          const routing = yield* RoutingRepository
+          const intents = yield* IntentRepository
+          const { inputs: [input], liveBroker, owner } = yield* liveIntents(1)
+          if (input === undefined) return yield* Effect.dieMessage("no intent")
+          const heard = (order: BrokerOrder, via = liveBroker.id) =>
+            batchesOf("routing_record_unlocked", routing.recordHeard(via, input.id, order))
+          const partial = yield* heard(filledOrder(input.id, [["a", 4]], "partially_filled"))
+          expect(partial.calls).toBe(1)
+          expect(partial.result).toEqual(Option.some(expect.objectContaining({ status: "partially_filled", filled: 4, changed: true })))
+          const filled = yield* heard(filledOrder(input.id, [["a", 4], ["b", 6]]))
+          expect(filled.calls).toBe(1)
+          expect(filled.result).toEqual(Option.some(expect.objectContaining({ status: "filled", filled: 10, fills: [expect.objectContaining({ id: "b" })] })))
+          const late = yield* heard({ ...restingOrder(input.id), status: "canceled" })
+          expect(late).toMatchObject({ calls: 0, result: Option.none() })
+          const elsewhere = yield* heard(filledOrder(input.id, [["c", 1]]), BrokerId.make(uuid()))
+          expect(elsewhere).toMatchObject({ calls: 0, result: Option.none() })
+          const intent = yield* Effect.flatten(intents.findById(owner, input.id))
+          expect(intent.status).toBe("filled")
+          expect(intent.orders[0]?.fills.map((f) => f.quantity).sort((a, b) => a - b)).toEqual([4, 6])
+        }))
+
+      it.effect("two instances hearing words about the same intents at once: each decided on what the other left, a final status never undone", () =>
+        Effect.gen(function*() {
+          const routing = yield* RoutingRepository
+          const other = yield* SqlRoutingRepository.make
+          const intents = yield* IntentRepository
+          const sql = yield* SqlClient.SqlClient
+          const { inputs, liveBroker, owner } = yield* liveIntents(40)
+          const hear = (
+            instance: Context.Tag.Service<typeof RoutingRepository>,
+            order: (id: string) => BrokerOrder
+          ) => Effect.forEach(inputs, (input) => instance.recordHeard(liveBroker.id, input.id, order(input.id)), { concurrency: "unbounded" })
+          // Each instance reads the intents, then writes them: mostly before the other has written.
+          yield* Effect.all([
+            hear(routing, (id) => filledOrder(id, [["a", 4], ["b", 6]])),
+            hear(other, (id) => filledOrder(id, [["a", 4]], "partially_filled"))
+          ], { concurrency: "unbounded" })
+          for (const input of inputs) {
+            const intent = yield* Effect.flatten(intents.findById(owner, input.id))
+            expect(intent.status).toBe("filled")
+            expect(intent.orders[0]?.fills.map((f) => f.quantity).sort((a, b) => a - b)).toEqual([4, 6])
+          }
+          const [filled] = yield* sql<{ count: number }>`
+            SELECT count(*)::int AS count FROM events WHERE intent_id IN ${sql.in(inputs.map(({ id }) => id))} AND type = 'intent.filled'`
+          expect(filled?.count).toBe(inputs.length)
+        }).pipe(Effect.scoped))
     })
 
     describe("the mock broker, given many orders at once", () => {

@@ -89,9 +89,12 @@ const orderRecordset = Tables.recordsetTypes(Tables.Orders.row, Tables.Orders.ty
 const encodeOrders = Schema.encodeSync(Schema.Array(Tables.Orders.row))
 const encodeFills = Schema.encodeSync(Schema.Array(OrderFill))
 
-/** What the statement of an unlocked recording reads of each intent: the status its claim read, and the transition decided on it. */
+/**
+ * What the statement of an unlocked recording reads of each intent: what it was decided on (the
+ * status its claim read, or the version of its row a read found) and the transition decided.
+ */
 const UNLOCKED_RECORDSET =
-  "intent_id uuid, assumed text, status text, status_reason text, changed boolean, final boolean, event_id text, type text"
+  "intent_id uuid, assumed text, version text, status text, status_reason text, changed boolean, final boolean, event_id text, type text"
 
 /** The intents an unlocked recording wrote. */
 const Written = Schema.Struct({ written: Schema.parseJson(Schema.Array(IntentId)) })
@@ -403,32 +406,58 @@ export const make = Effect.gen(function*() {
   const countUnlocked = Batched.countServed("routing_record_unlocked")
 
   /**
-   * Submissions' answers about intents their claims found with no order and no cancel asked for,
-   * recorded in one statement with no transaction around it: no lock is held between round trips,
-   * and the recording is one round trip instead of five. Each transition is decided on the claim's
-   * reading, and each intent is written only if it still stands so (the same status, no cancel
-   * asked for, no order in its document: checked again on the latest row should it have changed)
-   * and no other transaction holds it; its order, fills, status, event, job's end and follow-up
-   * are written together, the status after the orders and fills so that the document its trigger
-   * builds shows them. Answered with the transitions written, by the recordings' indexes; the
-   * rest are left to the locking recording.
+   * Recordings of words about different intents, each in one statement with no transaction around
+   * it: no lock is held between round trips, and a recording is one round trip (a submission's
+   * answer about an intent its claim found with no order and no cancel asked for) or two (any
+   * other word: the intent is read first, with its row's version) instead of five. Each transition
+   * is decided on that reading, and each intent is written only if it still stands so (for a claim's
+   * reading: the same status, no cancel asked for, no order in its document; for a read: the same
+   * version of its row, which every change to it writes anew), checked again on the latest row
+   * should it have changed, and only if no other transaction holds it. Its order, fills, status,
+   * event, job's end and follow-up are written together, the status after the orders and fills so
+   * that the document its trigger builds shows them. A word heard on a stream about an intent the
+   * read found final or routed elsewhere is answered with none, as under a lock: neither ever
+   * changes back. Answered by the recordings' indexes; the rest (a second word about an intent, an
+   * intent gone or changed meanwhile) are left to the locking recording.
    */
   const recordUnlocked = (recordings: ReadonlyArray<Heard>, now: DateTime.Utc) =>
     Effect.gen(function*() {
+      const answers = new Map<number, Option.Option<Transition>>()
       const taken = new Set<IntentId>()
-      const candidates = recordings.flatMap((recording, index) => {
-        const state = claimedState(recording)
-        if (state === undefined || taken.has(recording.intentId)) return []
+      const first = recordings.flatMap((recording, index) => {
+        if (taken.has(recording.intentId)) return []
         taken.add(recording.intentId)
-        return [{ index, recording, state }]
+        return [{ index, recording, claimed: claimedState(recording) }]
       })
-      if (candidates.length === 0) return new Map<number, Transition>()
-      const plans = yield* Effect.forEach(candidates, ({ index, recording, state }) =>
-        Effect.map(planOf(recording, state, now), (plan) => ({ ...plan, index, assumed: state.status })))
-      const changes = yield* Effect.forEach(plans, ({ assumed, intentId, transition }) =>
+      const read = yield* transitions.readStates(
+        first.flatMap(({ claimed, recording }) => claimed === undefined ? [recording.intentId] : [])
+      )
+      /** A recording decided on `state`: the claim's reading (`assumed`, its status) or a read (`version`, of its row). */
+      interface Candidate {
+        readonly index: number
+        readonly recording: Heard
+        readonly state: Outbox.LockedState
+        readonly assumed: Outbox.LockedState["status"] | null
+        readonly version: string | null
+      }
+      const candidates = first.flatMap(({ claimed, index, recording }): ReadonlyArray<Candidate> => {
+        if (claimed !== undefined) return [{ index, recording, state: claimed, assumed: claimed.status, version: null }]
+        const state = read.get(recording.intentId)
+        if (state === undefined) return []
+        if (recording.via !== undefined && (state.brokerId !== recording.via || isFinal(state.status))) {
+          answers.set(index, Option.none())
+          return []
+        }
+        return [{ index, recording, state, assumed: null, version: state.version }]
+      })
+      if (candidates.length === 0) return answers
+      const plans = yield* Effect.forEach(candidates, ({ assumed, index, recording, state, version }) =>
+        Effect.map(planOf(recording, state, now), (plan) => ({ ...plan, index, assumed, version })))
+      const changes = yield* Effect.forEach(plans, ({ assumed, intentId, transition, version }) =>
         Effect.map(transition.changed ? newEventId : Effect.succeed(null), (eventId) => ({
           intent_id: intentId,
           assumed,
+          version,
           status: transition.status,
           status_reason: transition.reason,
           changed: transition.changed,
@@ -447,8 +476,9 @@ export const make = Effect.gen(function*() {
           SELECT * FROM json_to_recordset(${JSON.stringify(changes)}::json) AS c(${sql.literal(UNLOCKED_RECORDSET)})
         ), locked AS (
           SELECT i.id FROM intents i JOIN claimed c ON c.intent_id = i.id
-          WHERE i.id = ANY(${intentIds}) AND i.status = c.assumed AND i.cancel_requested_at IS NULL
-            AND json_array_length(i.document -> 'orders') = 0
+          WHERE i.id = ANY(${intentIds}) AND CASE WHEN c.version IS NULL
+            THEN i.status = c.assumed AND i.cancel_requested_at IS NULL AND json_array_length(i.document -> 'orders') = 0
+            ELSE i.xmin = c.version::xid END
           ORDER BY i.id FOR UPDATE OF i SKIP LOCKED
         ), ${ordersSaved(encodeOrders(plans.map(({ row }) => row)), encodeFills(plans.flatMap(({ fills }) => fills)), among)},
         written AS (
@@ -471,7 +501,8 @@ export const make = Effect.gen(function*() {
       const [{ written } = { written: [] }] = yield* decodeWritten(rows)
       if (written.length > 0) countUnlocked(written.length)
       const done = new Set(written)
-      return new Map(plans.flatMap(({ index, intentId, transition }) => done.has(intentId) ? [[index, transition] as const] : []))
+      for (const { index, intentId, transition } of plans) if (done.has(intentId)) answers.set(index, Option.some(transition))
+      return answers
     }).pipe(Tracing.span("RoutingRepository.recordUnlocked", { attributes: { "batch.size": recordings.length } }))
 
   /**
@@ -520,14 +551,17 @@ export const make = Effect.gen(function*() {
     Effect.gen(function*() {
       const unlocked = yield* recordUnlocked(recordings, yield* DateTime.now).pipe(
         Effect.catchAllCause((cause) =>
-          Effect.as(Effect.logWarning("could not record submissions without locks; recording them under locks", cause), new Map<number, Transition>()))
+          Effect.as(
+            Effect.logWarning("could not record without locks; recording under locks", cause),
+            new Map<number, Option.Option<Transition>>()
+          ))
       )
       const rest = recordings.filter((_, index) => !unlocked.has(index))
       const locked = rest.length === 0 ? [] : yield* recordLocked(rest)
       let next = 0
       return recordings.map((_, index): Exit.Exit<Option.Option<Transition>> => {
-        const transition = unlocked.get(index)
-        if (transition !== undefined) return Exit.succeed(Option.some(transition))
+        const answer = unlocked.get(index)
+        if (answer !== undefined) return Exit.succeed(answer)
         return locked[next++] ?? Exit.die(new Error("a recording went unanswered"))
       })
     }).pipe(Tracing.span("RoutingRepository.recordBatch", { attributes: { "batch.size": recordings.length } }))
