@@ -239,6 +239,38 @@ for (const [name, database] of backends) {
           expect(intent.orders[0]?.fills.map((f) => f.quantity).sort((a, b) => a - b)).toEqual([4, 6])
         }))
 
+      it.effect("words about one intent arriving together are all written without locks, each on what the one before left", () =>
+        Effect.gen(function*() {
+          const routing = yield* RoutingRepository
+          const intents = yield* IntentRepository
+          const sql = yield* SqlClient.SqlClient
+          const { inputs: [input], liveBroker, owner } = yield* liveIntents(1)
+          if (input === undefined) return yield* Effect.dieMessage("no intent")
+          const [job] = yield* claimed([input])
+          const { batches, calls, result: exits } = yield* batchesOf("routing_record_unlocked", routing.recordMany([
+            { intentId: input.id, order: restingOrder(input.id), done: job, followUp: { syncAt: undefined } },
+            { intentId: input.id, order: filledOrder(input.id, [["a", 4]], "partially_filled") },
+            { intentId: input.id, order: filledOrder(input.id, [["a", 4], ["b", 6]]) }
+          ]))
+          expect({ batches, calls }).toEqual({ batches: 3, calls: 3 })
+          expect(exits.map((exit) => Exit.map(exit, ({ changed, filled, status }) => [status, filled, changed]))).toEqual([
+            Exit.succeed(["pending", 0, false]),
+            Exit.succeed(["partially_filled", 4, true]),
+            Exit.succeed(["filled", 10, true])
+          ])
+          const intent = yield* Effect.flatten(intents.findById(owner, input.id))
+          expect(intent.orders).toHaveLength(1)
+          expect(intent.orders[0]?.fills.map((f) => f.quantity).sort((a, b) => a - b)).toEqual([4, 6])
+          expect(yield* sql<{ type: string }>`SELECT type FROM events WHERE intent_id = ${input.id} ORDER BY seq`).toEqual([
+            { type: "intent.created" },
+            { type: "intent.partially_filled" },
+            { type: "intent.filled" }
+          ])
+          expect(yield* sql`SELECT 1 FROM routing_jobs WHERE intent_id = ${input.id}`).toEqual([])
+          yield* routing.recordHeard(liveBroker.id, input.id, filledOrder(input.id, [["a", 4], ["b", 6]]))
+          expect((yield* Effect.flatten(intents.findById(owner, input.id))).orders[0]?.fills).toHaveLength(2)
+        }))
+
       it.effect("two instances hearing words about the same intents at once: each decided on what the other left, a final status never undone", () =>
         Effect.gen(function*() {
           const routing = yield* RoutingRepository

@@ -96,8 +96,21 @@ const encodeFills = Schema.encodeSync(Schema.Array(OrderFill))
 const UNLOCKED_RECORDSET =
   "intent_id uuid, assumed text, version text, status text, status_reason text, changed boolean, final boolean, event_id text, type text"
 
-/** The intents an unlocked recording wrote. */
-const Written = Schema.Struct({ written: Schema.parseJson(Schema.Array(IntentId)) })
+/**
+ * What an unlocked recording decides a word on, and what its write checks: the intent as its job's
+ * claim read it (`assumed`, the status read) or a version of its row (`version`, from a read or
+ * from the write of the word before).
+ */
+interface Standing {
+  readonly state: Outbox.LockedState
+  readonly assumed: Outbox.LockedState["status"] | null
+  readonly version: string | null
+}
+
+/** The intents an unlocked recording wrote, each with the version of its row it wrote. */
+const Written = Schema.Struct({
+  written: Schema.parseJson(Schema.Array(Schema.Struct({ id: IntentId, version: Schema.String })))
+})
 const decodeWritten = Schema.decodeUnknown(Schema.Array(Written))
 const JOB_CLAIM_RECORDSET = Tables.recordsetTypes(JobClaim, Tables.RoutingJobs.types)
 
@@ -406,53 +419,17 @@ export const make = Effect.gen(function*() {
   const countUnlocked = Batched.countServed("routing_record_unlocked")
 
   /**
-   * Recordings of words about different intents, each in one statement with no transaction around
-   * it: no lock is held between round trips, and a recording is one round trip (a submission's
-   * answer about an intent its claim found with no order and no cancel asked for) or two (any
-   * other word: the intent is read first, with its row's version) instead of five. Each transition
-   * is decided on that reading, and each intent is written only if it still stands so (for a claim's
-   * reading: the same status, no cancel asked for, no order in its document; for a read: the same
-   * version of its row, which every change to it writes anew), checked again on the latest row
-   * should it have changed, and only if no other transaction holds it. Its order, fills, status,
-   * event, job's end and follow-up are written together, the status after the orders and fills so
-   * that the document its trigger builds shows them. A word heard on a stream about an intent the
-   * read found final or routed elsewhere is answered with none, as under a lock: neither ever
-   * changes back. Answered by the recordings' indexes; the rest (a second word about an intent, an
-   * intent gone or changed meanwhile) are left to the locking recording.
+   * Words about different intents written without locks in one statement (see `recordUnlocked`),
+   * each decided on where its intent stands; each answered with the version of the row written,
+   * or none if its intent no longer stood so.
    */
-  const recordUnlocked = (recordings: ReadonlyArray<Heard>, now: DateTime.Utc) =>
+  const writeUnlocked = (
+    candidates: ReadonlyArray<Standing & { readonly index: number; readonly recording: Heard }>,
+    now: DateTime.Utc
+  ) =>
     Effect.gen(function*() {
-      const answers = new Map<number, Option.Option<Transition>>()
-      const taken = new Set<IntentId>()
-      const first = recordings.flatMap((recording, index) => {
-        if (taken.has(recording.intentId)) return []
-        taken.add(recording.intentId)
-        return [{ index, recording, claimed: claimedState(recording) }]
-      })
-      const read = yield* transitions.readStates(
-        first.flatMap(({ claimed, recording }) => claimed === undefined ? [recording.intentId] : [])
-      )
-      /** A recording decided on `state`: the claim's reading (`assumed`, its status) or a read (`version`, of its row). */
-      interface Candidate {
-        readonly index: number
-        readonly recording: Heard
-        readonly state: Outbox.LockedState
-        readonly assumed: Outbox.LockedState["status"] | null
-        readonly version: string | null
-      }
-      const candidates = first.flatMap(({ claimed, index, recording }): ReadonlyArray<Candidate> => {
-        if (claimed !== undefined) return [{ index, recording, state: claimed, assumed: claimed.status, version: null }]
-        const state = read.get(recording.intentId)
-        if (state === undefined) return []
-        if (recording.via !== undefined && (state.brokerId !== recording.via || isFinal(state.status))) {
-          answers.set(index, Option.none())
-          return []
-        }
-        return [{ index, recording, state, assumed: null, version: state.version }]
-      })
-      if (candidates.length === 0) return answers
       const plans = yield* Effect.forEach(candidates, ({ assumed, index, recording, state, version }) =>
-        Effect.map(planOf(recording, state, now), (plan) => ({ ...plan, index, assumed, version })))
+        Effect.map(planOf(recording, state, now), (plan) => ({ ...plan, index, assumed, version, state })))
       const changes = yield* Effect.forEach(plans, ({ assumed, intentId, transition, version }) =>
         Effect.map(transition.changed ? newEventId : Effect.succeed(null), (eventId) => ({
           intent_id: intentId,
@@ -488,7 +465,7 @@ export const make = Effect.gen(function*() {
           FROM claimed c JOIN locked l ON l.id = c.intent_id
           WHERE intents.id = c.intent_id AND intents.id = ANY(${intentIds})
             AND (SELECT count(*) FROM saved) + (SELECT count(*) FROM fills_saved) >= 0
-          RETURNING intents.*, c.changed, c.event_id, c.type
+          RETURNING intents.*, intents.xmin::text AS version, c.changed, c.event_id, c.type
         ), ${Outbox.eventTables(sql, sql`written i WHERE i.changed`, { id: sql`i.event_id`, type: sql`i.type`, at: sql`${at}` })},
         ${finishJobs(plans.flatMap(({ done }) => done === undefined ? [] : [claimOf(done)]), among)},
         jobs_moot AS (
@@ -497,11 +474,67 @@ export const make = Effect.gen(function*() {
         ), ${transitions.queued(next, now, among)}
         SELECT set_config('tir.documents_rebuilt_by', statement_timestamp()::text, true),
           ${sql.literal(Outbox.DELIVERIES_DUE)}, ${sql.literal(Outbox.EVENTS_WRITTEN)},
-          COALESCE((SELECT json_agg(id) FROM written), '[]')::text AS written`
+          COALESCE((SELECT json_agg(json_build_object('id', id, 'version', version)) FROM written), '[]')::text AS written`
       const [{ written } = { written: [] }] = yield* decodeWritten(rows)
       if (written.length > 0) countUnlocked(written.length)
-      const done = new Set(written)
-      for (const { index, intentId, transition } of plans) if (done.has(intentId)) answers.set(index, Option.some(transition))
+      const versions = new Map(written.map(({ id, version }) => [id, version]))
+      return plans.map((plan) => ({ ...plan, version: versions.get(plan.intentId) }))
+    })
+
+  /**
+   * Records words without locks: no lock is held between round trips, and a word is one round trip
+   * (a submission's answer about an intent its claim found with no order and no cancel asked for,
+   * or a word after another about the same intent so recorded) or two (any other word: the intent
+   * is read first, with its row's version) instead of five. Each transition is decided on that
+   * reading, and each intent is written only if it still stands so (for a claim's reading: the
+   * same status, no cancel asked for, no order in its document; otherwise: the same version of its
+   * row, which every change to it writes anew), checked again on the latest row should it have
+   * changed, and only if no other transaction holds it. Its order, fills, status, event, job's
+   * end and follow-up are written together in one statement, the status after the orders and
+   * fills so that the document its trigger builds shows them; the words of one round (each about
+   * a different intent) share that statement, and a second word about an intent is decided on
+   * what the first left, in the next round. A word heard on a stream about an intent found final
+   * or routed elsewhere is answered with none, as under a lock: neither ever changes back. Answered
+   * by the recordings' indexes; an intent gone or changed meanwhile is left to the locking
+   * recording, with every later word about it.
+   */
+  const recordUnlocked = (recordings: ReadonlyArray<Heard>, now: DateTime.Utc) =>
+    Effect.gen(function*() {
+      const answers = new Map<number, Option.Option<Transition>>()
+      const rounds = Batched.rounds(recordings, ({ intentId }) => intentId)
+      // Where each intent stands for the next word about it; undefined once it is left to the lock.
+      const known = new Map<IntentId, Standing | undefined>()
+      const [firstRound = []] = rounds
+      for (const [, recording] of firstRound) {
+        const claimed = claimedState(recording)
+        if (claimed !== undefined) known.set(recording.intentId, { state: claimed, assumed: claimed.status, version: null })
+      }
+      const read = yield* transitions.readStates(firstRound.flatMap(([, { intentId }]) => known.has(intentId) ? [] : [intentId]))
+      for (const [, { intentId }] of firstRound) {
+        const state = read.get(intentId)
+        if (!known.has(intentId)) known.set(intentId, state === undefined ? undefined : { state, assumed: null, version: state.version })
+      }
+      for (const round of rounds) {
+        const candidates = round.flatMap(([index, recording]) => {
+          const at = known.get(recording.intentId)
+          if (at === undefined) return []
+          if (recording.via !== undefined && (at.state.brokerId !== recording.via || isFinal(at.state.status))) {
+            answers.set(index, Option.none())
+            return []
+          }
+          return [{ index, recording, ...at }]
+        })
+        if (candidates.length === 0) continue
+        for (const { index, intentId, state, transition, version } of yield* writeUnlocked(candidates, now)) {
+          if (version === undefined) {
+            known.set(intentId, undefined)
+            continue
+          }
+          answers.set(index, Option.some(transition))
+          const fills = [...state.fills, ...transition.fills.map(({ id, quantity }) => ({ id, quantity }))]
+          known.set(intentId, { state: { ...state, status: transition.status, fills }, assumed: null, version })
+        }
+      }
       return answers
     }).pipe(Tracing.span("RoutingRepository.recordUnlocked", { attributes: { "batch.size": recordings.length } }))
 
