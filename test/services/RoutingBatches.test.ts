@@ -52,6 +52,25 @@ const claimed = (inputs: ReadonlyArray<{ readonly id: IntentId }>) =>
     return jobs
   })
 
+/** One live intent with its submission job claimed. */
+const oneClaimed = Effect.gen(function*() {
+  const { inputs: [input], liveBroker, owner } = yield* liveIntents(1)
+  if (input === undefined) return yield* Effect.dieMessage("no intent")
+  const [job] = yield* claimed([input])
+  if (job === undefined) return yield* Effect.dieMessage("no job")
+  return { input, job, liveBroker, owner }
+})
+
+/** The intent, checked to have ended filled with one order, filled by two fills of 4 and 6. */
+const filledBy4And6 = (owner: Owner, id: IntentId) =>
+  Effect.gen(function*() {
+    const intents = yield* IntentRepository
+    const intent = yield* Effect.flatten(intents.findById(owner, id))
+    expect(intent).toMatchObject({ status: "filled", orders: [{ status: "filled" }] })
+    expect(intent.orders[0]?.fills.map((f) => f.quantity).sort((a, b) => a - b)).toEqual([4, 6])
+    return intent
+  })
+
 /** The order the broker holds for an intent, still open. */
 const restingOrder = (id: string) => ({ brokerOrderId: `alpaca-${id}`, clientOrderId: clientOrderId(id), status: "new" as const, fills: [] })
 
@@ -98,7 +117,6 @@ for (const [name, database] of backends) {
       it.effect("two words about one intent arriving together: the second is recorded on what the first left", () =>
         Effect.gen(function*() {
           const routing = yield* RoutingRepository
-          const intents = yield* IntentRepository
           const { inputs: [input], owner } = yield* liveIntents(1)
           if (input === undefined) return yield* Effect.dieMessage("no intent")
           const [partial, filled] = yield* Effect.all([
@@ -107,9 +125,7 @@ for (const [name, database] of backends) {
           ], { concurrency: "unbounded" })
           expect(partial).toMatchObject({ status: "partially_filled", filled: 4, changed: true })
           expect(filled).toMatchObject({ status: "filled", filled: 10, changed: true, fills: [{ id: "b", quantity: 6 }] })
-          const intent = yield* Effect.flatten(intents.findById(owner, input.id))
-          expect(intent.status).toBe("filled")
-          expect(intent.orders[0]?.fills.map((f) => f.quantity).sort((a, b) => a - b)).toEqual([4, 6])
+          yield* filledBy4And6(owner, input.id)
         }))
 
       it.effect("a recording that cannot be made fails alone: the others arriving with it are recorded", () =>
@@ -134,7 +150,6 @@ for (const [name, database] of backends) {
       it.effect("is recorded in one statement without locks: order, fills, status and an event that shows them; the job ends", () =>
         Effect.gen(function*() {
           const routing = yield* RoutingRepository
-          const intents = yield* IntentRepository
           const sql = yield* SqlClient.SqlClient
           const { inputs, owner } = yield* liveIntents(5)
           const jobs = yield* claimed(inputs)
@@ -146,9 +161,7 @@ for (const [name, database] of backends) {
             jobs.map(() => Exit.succeed(["filled", 10, true]))
           )
           for (const input of inputs) {
-            const intent = yield* Effect.flatten(intents.findById(owner, input.id))
-            expect(intent).toMatchObject({ status: "filled", orders: [{ status: "filled" }] })
-            expect(intent.orders[0]?.fills.map((f) => f.quantity).sort((a, b) => a - b)).toEqual([4, 6])
+            const intent = yield* filledBy4And6(owner, input.id)
             // The event carries the intent as a GET shows it now: its order and fills included.
             const [event] = yield* sql<{ data: unknown }>`
               SELECT data FROM events WHERE intent_id = ${input.id} AND type = 'intent.filled'`
@@ -166,9 +179,7 @@ for (const [name, database] of backends) {
           const routing = yield* RoutingRepository
           const intents = yield* IntentRepository
           const sql = yield* SqlClient.SqlClient
-          const { inputs: [input], owner } = yield* liveIntents(1)
-          if (input === undefined) return yield* Effect.dieMessage("no intent")
-          const [job] = yield* claimed([input])
+          const { input, job, owner } = yield* oneClaimed
           const syncAt = DateTime.unsafeMake("2030-01-02T21:00:00Z")
           const { calls, result: transition } = yield* batchesOf("routing_record_unlocked",
             routing.record(input.id, restingOrder(input.id), job, { syncAt }))
@@ -186,9 +197,7 @@ for (const [name, database] of backends) {
         Effect.gen(function*() {
           const routing = yield* RoutingRepository
           const sql = yield* SqlClient.SqlClient
-          const { inputs: [input] } = yield* liveIntents(1)
-          if (input === undefined) return yield* Effect.dieMessage("no intent")
-          const [job] = yield* claimed([input])
+          const { input, job } = yield* oneClaimed
           yield* sql`UPDATE intents SET cancel_requested_at = now() WHERE id = ${input.id}`
           const unlocked = yield* batchesOf("routing_record_unlocked",
             routing.record(input.id, restingOrder(input.id), job, { syncAt: undefined }))
@@ -200,18 +209,13 @@ for (const [name, database] of backends) {
       it.effect("an order recorded since the claim (heard on the stream first): recorded under the lock, no fill counted twice", () =>
         Effect.gen(function*() {
           const routing = yield* RoutingRepository
-          const intents = yield* IntentRepository
-          const { inputs: [input], liveBroker, owner } = yield* liveIntents(1)
-          if (input === undefined) return yield* Effect.dieMessage("no intent")
-          const [job] = yield* claimed([input])
+          const { input, job, liveBroker, owner } = yield* oneClaimed
           yield* routing.recordHeard(liveBroker.id, input.id, filledOrder(input.id, [["a", 4]], "partially_filled"))
           const { calls, result: transition } = yield* batchesOf("routing_record_unlocked",
             routing.record(input.id, filledOrder(input.id, [["a", 4], ["b", 6]]), job, { syncAt: undefined }))
           expect(calls).toBe(0)
           expect(transition).toMatchObject({ status: "filled", filled: 10, fills: [{ id: "b", quantity: 6 }] })
-          const intent = yield* Effect.flatten(intents.findById(owner, input.id))
-          expect(intent.orders).toHaveLength(1)
-          expect(intent.orders[0]?.fills.map((f) => f.quantity).sort((a, b) => a - b)).toEqual([4, 6])
+          yield* filledBy4And6(owner, input.id)
         }))
     })
 
@@ -219,7 +223,6 @@ for (const [name, database] of backends) {
       it.effect("a word heard on a stream is recorded without locks; a word about an intent final or routed elsewhere is left out", () =>
         Effect.gen(function*() {
           const routing = yield* RoutingRepository
-          const intents = yield* IntentRepository
           const { inputs: [input], liveBroker, owner } = yield* liveIntents(1)
           if (input === undefined) return yield* Effect.dieMessage("no intent")
           const heard = (order: BrokerOrder, via = liveBroker.id) =>
@@ -234,9 +237,7 @@ for (const [name, database] of backends) {
           expect(late).toMatchObject({ calls: 0, result: Option.none() })
           const elsewhere = yield* heard(filledOrder(input.id, [["c", 1]]), BrokerId.make(uuid()))
           expect(elsewhere).toMatchObject({ calls: 0, result: Option.none() })
-          const intent = yield* Effect.flatten(intents.findById(owner, input.id))
-          expect(intent.status).toBe("filled")
-          expect(intent.orders[0]?.fills.map((f) => f.quantity).sort((a, b) => a - b)).toEqual([4, 6])
+          yield* filledBy4And6(owner, input.id)
         }))
 
       it.effect("words about one intent arriving together are all written without locks, each on what the one before left", () =>
@@ -244,9 +245,7 @@ for (const [name, database] of backends) {
           const routing = yield* RoutingRepository
           const intents = yield* IntentRepository
           const sql = yield* SqlClient.SqlClient
-          const { inputs: [input], liveBroker, owner } = yield* liveIntents(1)
-          if (input === undefined) return yield* Effect.dieMessage("no intent")
-          const [job] = yield* claimed([input])
+          const { input, job, liveBroker, owner } = yield* oneClaimed
           const { batches, calls, result: exits } = yield* batchesOf("routing_record_unlocked", routing.recordMany([
             { intentId: input.id, order: restingOrder(input.id), done: job, followUp: { syncAt: undefined } },
             { intentId: input.id, order: filledOrder(input.id, [["a", 4]], "partially_filled") },
@@ -258,9 +257,7 @@ for (const [name, database] of backends) {
             Exit.succeed(["partially_filled", 4, true]),
             Exit.succeed(["filled", 10, true])
           ])
-          const intent = yield* Effect.flatten(intents.findById(owner, input.id))
-          expect(intent.orders).toHaveLength(1)
-          expect(intent.orders[0]?.fills.map((f) => f.quantity).sort((a, b) => a - b)).toEqual([4, 6])
+          yield* filledBy4And6(owner, input.id)
           expect(yield* sql<{ type: string }>`SELECT type FROM events WHERE intent_id = ${input.id} ORDER BY seq`).toEqual([
             { type: "intent.created" },
             { type: "intent.partially_filled" },
@@ -275,7 +272,6 @@ for (const [name, database] of backends) {
         Effect.gen(function*() {
           const routing = yield* RoutingRepository
           const other = yield* SqlRoutingRepository.make
-          const intents = yield* IntentRepository
           const sql = yield* SqlClient.SqlClient
           const { inputs, liveBroker, owner } = yield* liveIntents(40)
           const hear = (
@@ -288,9 +284,7 @@ for (const [name, database] of backends) {
             hear(other, (id) => filledOrder(id, [["a", 4]], "partially_filled"))
           ], { concurrency: "unbounded" })
           for (const input of inputs) {
-            const intent = yield* Effect.flatten(intents.findById(owner, input.id))
-            expect(intent.status).toBe("filled")
-            expect(intent.orders[0]?.fills.map((f) => f.quantity).sort((a, b) => a - b)).toEqual([4, 6])
+            yield* filledBy4And6(owner, input.id)
           }
           const [filled] = yield* sql<{ count: number }>`
             SELECT count(*)::int AS count FROM events WHERE intent_id IN ${sql.in(inputs.map(({ id }) => id))} AND type = 'intent.filled'`
@@ -364,9 +358,7 @@ layer(Services.ports(TestServer.options).pipe(Layer.provideMerge(Postgres.layerF
       Effect.gen(function*() {
         const routing = yield* RoutingRepository
         const sql = yield* SqlClient.SqlClient
-        const { inputs: [input] } = yield* liveIntents(1)
-        if (input === undefined) return yield* Effect.dieMessage("no intent")
-        const [job] = yield* claimed([input])
+        const { input, job } = yield* oneClaimed
         const started = yield* Deferred.make<void>()
         const release = yield* Deferred.make<void>()
         const holder = yield* Effect.fork(

@@ -1,6 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlSchema from "@effect/sql/SqlSchema"
 import type * as Statement from "@effect/sql/Statement"
+import type * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
@@ -418,6 +419,10 @@ export const make = Effect.gen(function*() {
 
   const countUnlocked = Batched.countServed("routing_record_unlocked")
 
+  /** A statement of the recording without locks failed: what is left of the batch is recorded under locks. */
+  const underLocks = (cause: Cause.Cause<unknown>) =>
+    Effect.as(Effect.logWarning("could not record without locks; recording under locks", cause), undefined)
+
   /**
    * Words about different intents written without locks in one statement (see `recordUnlocked`),
    * each decided on where its intent stands; each answered with the version of the row written,
@@ -509,7 +514,10 @@ export const make = Effect.gen(function*() {
         const claimed = claimedState(recording)
         if (claimed !== undefined) known.set(recording.intentId, { state: claimed, assumed: claimed.status, version: null })
       }
-      const read = yield* transitions.readStates(firstRound.flatMap(([, { intentId }]) => known.has(intentId) ? [] : [intentId]))
+      const read = yield* transitions.readStates(firstRound.flatMap(([, { intentId }]) => known.has(intentId) ? [] : [intentId])).pipe(
+        Effect.catchAllCause(underLocks)
+      )
+      if (read === undefined) return answers
       for (const [, { intentId }] of firstRound) {
         const state = read.get(intentId)
         if (!known.has(intentId)) known.set(intentId, state === undefined ? undefined : { state, assumed: null, version: state.version })
@@ -525,7 +533,10 @@ export const make = Effect.gen(function*() {
           return [{ index, recording, ...at }]
         })
         if (candidates.length === 0) continue
-        for (const { index, intentId, state, transition, version } of yield* writeUnlocked(candidates, now)) {
+        // Should a statement fail (it then wrote nothing), its words and every later one go under locks.
+        const written = yield* writeUnlocked(candidates, now).pipe(Effect.catchAllCause(underLocks))
+        if (written === undefined) return answers
+        for (const { index, intentId, state, transition, version } of written) {
           if (version === undefined) {
             known.set(intentId, undefined)
             continue
@@ -583,11 +594,7 @@ export const make = Effect.gen(function*() {
   const recordBatch = (recordings: ReadonlyArray<Heard>) =>
     Effect.gen(function*() {
       const unlocked = yield* recordUnlocked(recordings, yield* DateTime.now).pipe(
-        Effect.catchAllCause((cause) =>
-          Effect.as(
-            Effect.logWarning("could not record without locks; recording under locks", cause),
-            new Map<number, Option.Option<Transition>>()
-          ))
+        Effect.catchAllCause((cause) => Effect.as(underLocks(cause), new Map<number, Option.Option<Transition>>()))
       )
       const rest = recordings.filter((_, index) => !unlocked.has(index))
       const locked = rest.length === 0 ? [] : yield* recordLocked(rest)
