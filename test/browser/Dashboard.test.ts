@@ -91,6 +91,9 @@ const shoot = async (page: Page, name: string) => {
 
 const heading = (page: Page, name: string) => page.getByRole("heading", { level: 1, name }).waitFor()
 
+/** Waits until the element `id` has the focus: the page moves it there once it has rendered. */
+const focused = (page: Page, id: string) => page.waitForFunction(`document.activeElement?.id === ${JSON.stringify(id)}`)
+
 /** Follows a link of the left navigation. */
 const go = async (page: Page, label: string, title: string) => {
   await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: label, exact: true }).click()
@@ -197,12 +200,12 @@ describe("the dashboard in a browser", () => {
       await page.keyboard.press("Tab")
       expect(await page.evaluate("document.activeElement?.textContent")).toBe("Skip to content")
       await go(page, "API keys", "API keys")
-      expect(await page.evaluate("document.activeElement?.id")).toBe("page-title")
+      await focused(page, "page-title")
       await page.keyboard.press("Tab")
       expect(await page.evaluate("document.activeElement?.textContent")).toBe("Generate test key")
       await page.keyboard.press("Enter")
       await page.getByRole("dialog", { name: "Generate a test API key" }).waitFor()
-      expect(await page.evaluate("document.activeElement?.id")).toBe("key-name")
+      await focused(page, "key-name")
       await page.keyboard.press("Escape")
       await page.getByRole("dialog").waitFor({ state: "hidden" })
       expect(await page.evaluate("document.activeElement?.textContent")).toBe("Generate test key")
