@@ -9,6 +9,7 @@ import { OrderStatus, OrderType, Side, TimeInForce } from "../../../domain/Inten
 import { REFERENCE_PRICE, type RestingOrder, statusAt } from "../../../domain/MockExchange.js"
 import type { BrokerOrder } from "../BrokerGateway.js"
 import { PREPARED } from "../../../sql/Prepared.js"
+import * as Tables from "../../../sql/Tables.js"
 
 const Timestamp = Schema.DateTimeUtcFromDate
 const Decimal = Schema.NumberFromString
@@ -39,10 +40,8 @@ const Row = Schema.Struct({
 })
 export type BookOrder = typeof Row.Type
 
-const decimals: ReadonlySet<string> = new Set(["filled_quantity", "quantity", "limit_price", "stop_price", "fill_price"])
-
-/** Each column's SQL type, for rows read from a `json_to_recordset`. */
-const types: { readonly [K in keyof typeof Row.fields]: string } = {
+/** Each column's SQL type. */
+const types: Tables.Types<typeof Row.fields> = {
   client_order_id: "text",
   broker_order_id: "text",
   connection_id: "uuid",
@@ -62,15 +61,16 @@ const types: { readonly [K in keyof typeof Row.fields]: string } = {
   fill_price: "numeric",
   filled_at: "timestamptz"
 }
-const columnList = Object.keys(types).join(", ")
+const columnList = Tables.columnList(Row)
 
 /** An order decided at `price`: placed only while its symbol's price for its connection's user still is that price. */
 const PricedRow = Schema.Struct({ ...Row.fields, price: Schema.Number })
-const pricedRecordset = [...Object.entries(types).map(([column, type]) => `${column} ${type}`), "price numeric"].join(", ")
+const pricedRecordset = Tables.recordsetTypes(PricedRow, { ...types, price: "numeric" })
 
 /** Numeric columns as text, so that both drivers hand them over alike. */
 const columns = (prefix: string) =>
-  Object.keys(Row.fields).map((column) => decimals.has(column) ? `${prefix}${column}::text AS ${column}` : `${prefix}${column}`).join(", ")
+  Tables.columnsOf(Row).map((column) => types[column] === "numeric" ? `${prefix}${column}::text AS ${column}` : `${prefix}${column}`)
+    .join(", ")
 
 /** The order as the broker reports it at `now`: its one fill at the price it filled at. */
 export const toBrokerOrder = (row: BookOrder, now: DateTime.Utc): BrokerOrder => ({
