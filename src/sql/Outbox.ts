@@ -238,3 +238,6 @@ export const make = (sql: SqlClient.SqlClient, newEventId: Effect.Effect<string>
       Effect.asVoid(sql`WITH ${queued([{ intentId, kind, runAt }], at)} SELECT 1`)
   }
 }
+
+/** The SQL steps every state change shares (see {@link make}). */
+export type Transitions = ReturnType<typeof make>

@@ -1,0 +1,424 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
+import type * as Statement from "@effect/sql/Statement"
+import type * as Cause from "effect/Cause"
+import * as DateTime from "effect/DateTime"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { type BrokerId, IntentId, OrderId } from "../../domain/Ids.js"
+import { applyOrderUpdate, eventType, heardReason, isFinal, type Transition } from "../../domain/Routing.js"
+import { eventIdFrom, IdGenerator } from "../IdGenerator.js"
+import * as Batched from "../../sql/Batched.js"
+import { orDie } from "../../sql/Defects.js"
+import * as Outbox from "../../sql/Outbox.js"
+import { PREPARED } from "../../sql/Prepared.js"
+import * as Tables from "../../sql/Tables.js"
+import type { FollowUp, Recording } from "./RoutingRepository.js"
+import { claimOf, type JobEnds } from "./SqlJobEnds.js"
+import * as Tracing from "../../Tracing.js"
+
+/** A word to record, heard on the update stream of connection `via` when set. */
+type Heard = Recording & { readonly via?: BrokerId | undefined }
+
+/** A fill as the orders' statement writes it: its order by client order id, which the statement resolves. */
+const OrderFill = Schema.Struct({ client_order_id: Schema.String, ...Tables.Fills.row.omit("order_id").fields })
+const fillColumns = Tables.columnsOf(Tables.Fills.row)
+const fillRecordset = `client_order_id text, ${Tables.recordsetTypes(Tables.Fills.row.omit("order_id"), Tables.Fills.types)}`
+const orderColumns = Tables.columnList(Tables.Orders.row)
+const orderRecordset = Tables.recordsetTypes(Tables.Orders.row, Tables.Orders.types)
+const encodeOrders = Schema.encodeSync(Schema.Array(Tables.Orders.row))
+const encodeFills = Schema.encodeSync(Schema.Array(OrderFill))
+
+/**
+ * What the statement of an unlocked recording reads of each intent: what it was decided on (the
+ * status its claim read, or the version of its row a read found) and the transition decided.
+ */
+const UNLOCKED_RECORDSET =
+  "intent_id uuid, assumed text, version text, status text, status_reason text, changed boolean, final boolean, event_id text, type text"
+
+/**
+ * What an unlocked recording decides a word on, and what its write checks: the intent as its job's
+ * claim read it (`assumed`, the status read) or a version of its row (`version`, from a read or
+ * from the write of the word before).
+ */
+interface Standing {
+  readonly state: Outbox.LockedState
+  readonly assumed: Outbox.LockedState["status"] | null
+  readonly version: string | null
+}
+
+/** The intents an unlocked recording wrote, each with the version of its row it wrote. */
+const Written = Schema.Struct({
+  written: Schema.parseJson(Schema.Array(Schema.Struct({ id: IntentId, version: Schema.String })))
+})
+const decodeWritten = Schema.decodeUnknown(Schema.Array(Written))
+
+/**
+ * An order's status never goes back: words about it may arrive out of order (a stream event before
+ * the submission's answer), so a final status stays, and a partial fill is never undone by `new`.
+ */
+const NEXT_STATUS = `CASE
+  WHEN orders.status IN ('filled', 'canceled', 'expired', 'rejected') THEN orders.status
+  WHEN orders.status = 'partially_filled' AND EXCLUDED.status = 'new' THEN orders.status
+  ELSE EXCLUDED.status END`
+
+/**
+ * How routing records the broker's word about orders (a submission's answer, a cancel's, a sync's,
+ * an update heard on a connection's stream): the order, its new fills, the intent's transition
+ * with its event, the job's end and the work that follows, written together, in batches.
+ * `recordMany` takes words that must be recorded (a worker's); `recordHeardMany` words heard on a
+ * stream, each left out (answered with none) when its intent is gone, final or routed elsewhere.
+ */
+export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const ids = yield* IdGenerator
+  const newEventId = eventIdFrom(ids)
+  const prepared = sql.literal(PREPARED)
+  const { applyAll, lockStates } = transitions
+  const { amongIntents, endings, finishJobs } = ends
+
+  /**
+   * Orders and their new fills, whatever their number, as the common table expressions `saved`
+   * (each order's id and client order id) and `fills_saved`; with `among` (a query of intent ids),
+   * only those intents' orders and fills.
+   */
+  const ordersSaved = (
+    orders: ReadonlyArray<typeof Tables.Orders.row.Encoded>,
+    fills: ReadonlyArray<typeof OrderFill.Encoded>,
+    among?: Statement.Fragment
+  ) =>
+    sql`saved AS (
+        INSERT INTO orders (${sql.literal(orderColumns)})
+        SELECT ${sql.literal(orderColumns)} FROM json_to_recordset(${JSON.stringify(orders)}::json) AS o(${sql.literal(orderRecordset)})
+        ${amongIntents("o.intent_id", among)}
+        ON CONFLICT (client_order_id) DO UPDATE SET
+          broker_order_id = EXCLUDED.broker_order_id,
+          status = ${sql.literal(NEXT_STATUS)},
+          updated_at = CASE WHEN orders.status = ${sql.literal(NEXT_STATUS)} THEN orders.updated_at
+            ELSE EXCLUDED.updated_at END
+        RETURNING id, client_order_id
+      ), fills_saved AS (
+        INSERT INTO fills (${sql.literal(Tables.columnList(Tables.Fills.row))})
+        SELECT ${sql.literal(fillColumns.map((column) => column === "order_id" ? "saved.id" : `f.${column}`).join(", "))}
+        FROM saved JOIN json_to_recordset(${JSON.stringify(fills)}::json) AS f(${sql.literal(fillRecordset)})
+          ON f.client_order_id = saved.client_order_id
+        ON CONFLICT (order_id, broker_fill_id) DO NOTHING
+        RETURNING 1
+      )`
+
+  /**
+   * Orders and their new fills, whatever their number: one statement. It leaves their intents'
+   * documents to the recording's next statement, which writes every one of those intents (the
+   * triggers on `orders` and `fills` skip the statement named by `tir.documents_rebuilt_by`, for
+   * this transaction): each document is built once per recorded word, not three times.
+   */
+  const saveOrders = SqlSchema.void({
+    Request: Schema.Struct({ orders: Schema.NonEmptyArray(Tables.Orders.row), fills: Schema.Array(OrderFill) }),
+    execute: ({ fills, orders }) =>
+      sql`WITH ${ordersSaved(orders, fills)} SELECT set_config('tir.documents_rebuilt_by', statement_timestamp()::text, true)`
+  })
+
+  /** The intents' documents built again (by their row trigger): those whose recorded word changed no status. */
+  const rebuildDocuments = (intentIds: ReadonlyArray<IntentId>) =>
+    intentIds.length === 0 ? [] : [sql`documents AS (UPDATE intents SET document = NULL WHERE id IN ${sql.in(intentIds)})`]
+
+  /** The work that follows an order the recording left open (see {@link FollowUp}), if any. */
+  const nextWork = (
+    intentId: IntentId,
+    followUp: FollowUp | undefined,
+    state: { readonly status: Transition["status"]; readonly cancelRequested: boolean },
+    now: DateTime.Utc
+  ): Outbox.Work | undefined => {
+    if (followUp === undefined || isFinal(state.status)) return undefined
+    if (state.cancelRequested) return { intentId, kind: "cancel", runAt: now }
+    return followUp.syncAt === undefined ? undefined : { intentId, kind: "sync", runAt: followUp.syncAt }
+  }
+
+  /** What recording a word on an intent in `state` writes: the transition, the order, its new fills and the work that follows. */
+  const planOf = ({ done, followUp, intentId, order, via }: Heard, state: Outbox.LockedState, now: DateTime.Utc) =>
+    Effect.gen(function*() {
+      const transition = applyOrderUpdate(state, {
+        status: order.status,
+        reason: via === undefined ? order.reason : heardReason(order, state.cancelRequested),
+        fills: order.fills.map(({ id, price, quantity }) => ({ id, price, quantity }))
+      })
+      const fills = yield* Effect.forEach(transition.fills, (fill) =>
+        Effect.map(ids.uuid, (id) => ({
+          id,
+          client_order_id: order.clientOrderId,
+          broker_fill_id: fill.id,
+          quantity: fill.quantity,
+          price: fill.price,
+          filled_at: order.fills.find((f) => f.id === fill.id)?.filledAt ?? now
+        })))
+      const row = {
+        id: OrderId.make(yield* ids.uuid),
+        intent_id: intentId,
+        client_order_id: order.clientOrderId,
+        broker_order_id: order.brokerOrderId,
+        status: order.status,
+        created_at: now,
+        updated_at: now
+      }
+      const next = nextWork(intentId, followUp, { status: transition.status, cancelRequested: state.cancelRequested }, now)
+      return { intentId, transition, done, row, fills, next }
+    })
+
+  /**
+   * Records the broker's word about orders, each of a different intent: the intents locked and
+   * read in one statement, the orders and new fills written in one, the transitions with their
+   * events and the jobs' ends in one, whatever their number. A heard word the lock shows not to
+   * be recorded is answered with none.
+   */
+  const recordEach = (recordings: ReadonlyArray<Heard>, now: DateTime.Utc) =>
+    Effect.gen(function*() {
+      const states = yield* lockStates(recordings.map(({ intentId }) => intentId))
+      const planned = yield* Effect.forEach(recordings, (recording) =>
+        Effect.gen(function*() {
+          const { intentId, via } = recording
+          const state = states.get(intentId)
+          // A word heard on a connection's stream is left out when the intent is gone, final, or
+          // routed elsewhere; any other word about an intent that vanished is a defect.
+          if (state === undefined) return via === undefined ? yield* Effect.dieMessage(`intent ${intentId} vanished`) : undefined
+          if (via !== undefined && (state.brokerId !== via || isFinal(state.status))) return undefined
+          return yield* planOf(recording, state, now)
+        }))
+      const written = planned.filter((plan) => plan !== undefined)
+      const [first, ...rest] = written
+      if (first === undefined) return planned.map(() => Option.none<Transition>())
+      yield* saveOrders({ orders: [first.row, ...rest.map(({ row }) => row)], fills: written.flatMap(({ fills }) => fills) })
+      // Every intent whose orders and fills were saved is written now: a changed one by its
+      // transition, the others by rebuilding their documents; the work that follows is queued.
+      const unchanged = written.filter(({ transition }) => !transition.changed).map(({ intentId }) => intentId)
+      const next = written.flatMap(({ next }) => next === undefined ? [] : [next])
+      yield* applyAll(
+        written,
+        DateTime.toDate(now),
+        endings(written, [...rebuildDocuments(unchanged), ...(next.length === 0 ? [] : [transitions.queued(next, now)])])
+      )
+      return planned.map((plan) => plan === undefined ? Option.none<Transition>() : Option.some(plan.transition))
+    })
+
+  /**
+   * The intent of a submission's answer as its job's claim read it, when that claim found no order
+   * and no cancel asked for: what an unlocked recording assumes (see `recordUnlocked`).
+   */
+  const claimedState = ({ done, intentId, via }: Heard): Outbox.LockedState | undefined => {
+    const context = via === undefined && done !== undefined ? Option.getOrUndefined(done.context) : undefined
+    if (context === undefined || context.intentId !== intentId || context.hasOrder || context.cancelRequested || isFinal(context.status)) {
+      return undefined
+    }
+    return { status: context.status, quantity: context.spec.quantity, fills: [], brokerId: context.connection.id, cancelRequested: false }
+  }
+
+  const countUnlocked = Batched.countServed("routing_record_unlocked")
+
+  /** A statement of the recording without locks failed: what is left of the batch is recorded under locks. */
+  const underLocks = (cause: Cause.Cause<unknown>) =>
+    Effect.as(Effect.logWarning("could not record without locks; recording under locks", cause), undefined)
+
+  /**
+   * Words about different intents written without locks in one statement (see `recordUnlocked`),
+   * each decided on where its intent stands; each answered with the version of the row written,
+   * or none if its intent no longer stood so.
+   */
+  const writeUnlocked = (
+    candidates: ReadonlyArray<Standing & { readonly index: number; readonly recording: Heard }>,
+    now: DateTime.Utc
+  ) =>
+    Effect.gen(function*() {
+      const plans = yield* Effect.forEach(candidates, ({ assumed, index, recording, state, version }) =>
+        Effect.map(planOf(recording, state, now), (plan) => ({ ...plan, index, assumed, version, state })))
+      const changes = yield* Effect.forEach(plans, ({ assumed, intentId, transition, version }) =>
+        Effect.map(transition.changed ? newEventId : Effect.succeed(null), (eventId) => ({
+          intent_id: intentId,
+          assumed,
+          version,
+          status: transition.status,
+          status_reason: transition.reason,
+          changed: transition.changed,
+          final: transition.changed && isFinal(transition.status),
+          event_id: eventId,
+          type: eventType(transition.status)
+        })))
+      const at = DateTime.toDate(now)
+      // The statement's text is the same whatever the number of intents (no lists), so that it is
+      // prepared once per connection; the ids, as an array, keep the reads on the primary key.
+      const intentIds = sql`string_to_array(${plans.map(({ intentId }) => intentId).join(",")}, ',')::uuid[]`
+      const among = sql`SELECT id FROM locked`
+      const next = plans.flatMap(({ next }) => next === undefined ? [] : [next])
+      const rows = yield* sql`${prepared}
+        WITH claimed AS (
+          SELECT * FROM json_to_recordset(${JSON.stringify(changes)}::json) AS c(${sql.literal(UNLOCKED_RECORDSET)})
+        ), locked AS (
+          SELECT i.id FROM intents i JOIN claimed c ON c.intent_id = i.id
+          WHERE i.id = ANY(${intentIds}) AND CASE WHEN c.version IS NULL
+            THEN i.status = c.assumed AND i.cancel_requested_at IS NULL AND json_array_length(i.document -> 'orders') = 0
+            ELSE i.xmin = c.version::xid END
+          ORDER BY i.id FOR UPDATE OF i SKIP LOCKED
+        ), ${ordersSaved(encodeOrders(plans.map(({ row }) => row)), encodeFills(plans.flatMap(({ fills }) => fills)), among)},
+        written AS (
+          UPDATE intents SET status = c.status,
+            status_reason = CASE WHEN c.changed THEN c.status_reason ELSE intents.status_reason END,
+            updated_at = CASE WHEN c.changed THEN ${at} ELSE intents.updated_at END
+          FROM claimed c JOIN locked l ON l.id = c.intent_id
+          WHERE intents.id = c.intent_id AND intents.id = ANY(${intentIds})
+            AND (SELECT count(*) FROM saved) + (SELECT count(*) FROM fills_saved) >= 0
+          RETURNING intents.*, intents.xmin::text AS version, c.changed, c.event_id, c.type
+        ), ${Outbox.eventTables(sql, sql`written i WHERE i.changed`, { id: sql`i.event_id`, type: sql`i.type`, at: sql`${at}` })},
+        ${finishJobs(plans.flatMap(({ done }) => done === undefined ? [] : [claimOf(done)]), among)},
+        jobs_moot AS (
+          DELETE FROM routing_jobs WHERE intent_id IN (SELECT intent_id FROM claimed WHERE final)
+            AND intent_id IN (${among}) AND locked_until IS NULL
+        ), ${transitions.queued(next, now, among)}
+        SELECT set_config('tir.documents_rebuilt_by', statement_timestamp()::text, true),
+          ${sql.literal(Outbox.DELIVERIES_DUE)}, ${sql.literal(Outbox.EVENTS_WRITTEN)},
+          COALESCE((SELECT json_agg(json_build_object('id', id, 'version', version)) FROM written), '[]')::text AS written`
+      const [{ written } = { written: [] }] = yield* decodeWritten(rows)
+      if (written.length > 0) countUnlocked(written.length)
+      const versions = new Map(written.map(({ id, version }) => [id, version]))
+      return plans.map((plan) => ({ ...plan, version: versions.get(plan.intentId) }))
+    })
+
+  /**
+   * Records words without locks: no lock is held between round trips, and a word is one round trip
+   * (a submission's answer about an intent its claim found with no order and no cancel asked for,
+   * or a word after another about the same intent so recorded) or two (any other word: the intent
+   * is read first, with its row's version) instead of five. Each transition is decided on that
+   * reading, and each intent is written only if it still stands so (for a claim's reading: the
+   * same status, no cancel asked for, no order in its document; otherwise: the same version of its
+   * row, which every change to it writes anew), checked again on the latest row should it have
+   * changed, and only if no other transaction holds it. Its order, fills, status, event, job's
+   * end and follow-up are written together in one statement, the status after the orders and
+   * fills so that the document its trigger builds shows them; the words of one round (each about
+   * a different intent) share that statement, and a second word about an intent is decided on
+   * what the first left, in the next round. A word heard on a stream about an intent found final
+   * or routed elsewhere is answered with none, as under a lock: neither ever changes back. Answered
+   * by the recordings' indexes; an intent gone or changed meanwhile is left to the locking
+   * recording, with every later word about it.
+   */
+  const recordUnlocked = (recordings: ReadonlyArray<Heard>, now: DateTime.Utc) =>
+    Effect.gen(function*() {
+      const answers = new Map<number, Option.Option<Transition>>()
+      const rounds = Batched.rounds(recordings, ({ intentId }) => intentId)
+      // Where each intent stands for the next word about it; undefined once it is left to the lock.
+      const known = new Map<IntentId, Standing | undefined>()
+      const [firstRound = []] = rounds
+      for (const [, recording] of firstRound) {
+        const claimed = claimedState(recording)
+        if (claimed !== undefined) known.set(recording.intentId, { state: claimed, assumed: claimed.status, version: null })
+      }
+      const read = yield* transitions.readStates(firstRound.flatMap(([, { intentId }]) => known.has(intentId) ? [] : [intentId])).pipe(
+        Effect.catchAllCause(underLocks)
+      )
+      if (read === undefined) return answers
+      for (const [, { intentId }] of firstRound) {
+        const state = read.get(intentId)
+        if (!known.has(intentId)) known.set(intentId, state === undefined ? undefined : { state, assumed: null, version: state.version })
+      }
+      for (const round of rounds) {
+        const candidates = round.flatMap(([index, recording]) => {
+          const at = known.get(recording.intentId)
+          if (at === undefined) return []
+          if (recording.via !== undefined && (at.state.brokerId !== recording.via || isFinal(at.state.status))) {
+            answers.set(index, Option.none())
+            return []
+          }
+          return [{ index, recording, ...at }]
+        })
+        if (candidates.length === 0) continue
+        // Should a statement fail (it then wrote nothing), its words and every later one go under locks.
+        const written = yield* writeUnlocked(candidates, now).pipe(Effect.catchAllCause(underLocks))
+        if (written === undefined) return answers
+        for (const { index, intentId, state, transition, version } of written) {
+          if (version === undefined) {
+            known.set(intentId, undefined)
+            continue
+          }
+          answers.set(index, Option.some(transition))
+          const fills = [...state.fills, ...transition.fills.map(({ id, quantity }) => ({ id, quantity }))]
+          known.set(intentId, { state: { ...state, status: transition.status, fills }, assumed: null, version })
+        }
+      }
+      return answers
+    }).pipe(Tracing.span("RoutingRepository.recordUnlocked", { attributes: { "batch.size": recordings.length } }))
+
+  /**
+   * Records in one transaction, in rounds of distinct intents: a second word about an intent is
+   * recorded after the first, on the state the first left.
+   */
+  const recordAll = (recordings: ReadonlyArray<Heard>) =>
+    Effect.gen(function*() {
+      const now = yield* DateTime.now
+      const answers: Array<Option.Option<Transition>> = []
+      for (const round of Batched.rounds(recordings, ({ intentId }) => intentId)) {
+        const recorded = yield* recordEach(round.map(([, recording]) => recording), now)
+        round.forEach(([index], i) => {
+          const answer = recorded[i]
+          if (answer !== undefined) answers[index] = answer
+        })
+      }
+      return answers
+    }).pipe(sql.withTransaction, orDie)
+
+  /** The answer to the recording at `index`; a defect should the batch have left it out. */
+  const answerOf = (answers: ReadonlyArray<Option.Option<Transition>>, index: number): Exit.Exit<Option.Option<Transition>> => {
+    const answer = answers.at(index)
+    return answer === undefined ? Exit.die(new Error("a recording went unanswered")) : Exit.succeed(answer)
+  }
+
+  /** One recording in a transaction of its own, or in the caller's. */
+  const recordOne = (recording: Heard) => Effect.flatten(Effect.map(recordAll([recording]), (answers) => answerOf(answers, 0)))
+
+  /**
+   * Recordings under locks in one transaction; should it fail, each is recorded alone, so that one
+   * bad recording fails no other (recording again what a lost commit wrote changes nothing).
+   */
+  const recordLocked = (recordings: ReadonlyArray<Heard>) =>
+    recordAll(recordings).pipe(
+      Effect.map((answers) => recordings.map((_, i) => answerOf(answers, i))),
+      Effect.catchAllCause(() => Effect.forEach(recordings, (recording) => Effect.exit(recordOne(recording))))
+    )
+
+  /**
+   * Recordings that arrive together (the workers' jobs claimed together, a broker's stream): the
+   * submissions' answers about intents still as their claims read them in one statement without
+   * locks, the rest (and any of those that found their intent changed) in one transaction.
+   */
+  const recordBatch = (recordings: ReadonlyArray<Heard>) =>
+    Effect.gen(function*() {
+      const unlocked = yield* recordUnlocked(recordings, yield* DateTime.now).pipe(
+        Effect.catchAllCause((cause) => Effect.as(underLocks(cause), new Map<number, Option.Option<Transition>>()))
+      )
+      const rest = recordings.filter((_, index) => !unlocked.has(index))
+      const locked = rest.length === 0 ? [] : yield* recordLocked(rest)
+      let next = 0
+      return recordings.map((_, index): Exit.Exit<Option.Option<Transition>> => {
+        const answer = unlocked.get(index)
+        if (answer !== undefined) return Exit.succeed(answer)
+        return locked[next++] ?? Exit.die(new Error("a recording went unanswered"))
+      })
+    }).pipe(Tracing.span("RoutingRepository.recordBatch", { attributes: { "batch.size": recordings.length } }))
+  const recordBatched = yield* Batched.makeMany(recordBatch, { name: "routing_record", maxBatch: 100, concurrency: 2 })
+
+  /** Recordings batched with those arriving meanwhile; inside a caller's transaction, in it (they cannot wait for a batch). */
+  const recordHeardMany = (recordings: ReadonlyArray<Heard>) =>
+    Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (transaction) =>
+      Option.isSome(transaction)
+        ? Effect.forEach(recordings, (recording) => Effect.exit(recordOne(recording)))
+        : recordBatched(recordings))
+
+  /** A word recorded whatever the intent's state (only a word heard on a stream is ever left out). */
+  const certain = (exit: Exit.Exit<Option.Option<Transition>>): Exit.Exit<Transition> =>
+    Exit.flatMap(exit, Option.match({
+      onNone: () => Exit.die(new Error("a recording not heard on a stream was left out")),
+      onSome: Exit.succeed
+    }))
+
+  const recordMany = (recordings: ReadonlyArray<Recording>) =>
+    Effect.map(recordHeardMany(recordings), (exits) => exits.map(certain))
+
+  return { recordMany, recordHeardMany }
+})
