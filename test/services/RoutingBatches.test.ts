@@ -10,6 +10,7 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import { BrokerId, IntentId, type Owner } from "../../src/domain/Ids.js"
 import { clientOrderId } from "../../src/domain/Routing.js"
@@ -19,6 +20,10 @@ import { MockMarket } from "../../src/services/brokers/mock/MockMarket.js"
 import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
 import { RoutingRepository } from "../../src/services/routing/RoutingRepository.js"
 import * as SqlRoutingRepository from "../../src/services/routing/SqlRoutingRepository.js"
+import * as JobEnds from "../../src/services/routing/SqlJobEnds.js"
+import * as Recording from "../../src/services/routing/SqlRecording.js"
+import { eventIdFrom, IdGenerator } from "../../src/services/IdGenerator.js"
+import * as Outbox from "../../src/sql/Outbox.js"
 import * as Database from "../../src/sql/Database.js"
 import { batchesOf } from "../support/Batches.js"
 import { eventId, marketSpec, newIntent, seedUser, uuid } from "../support/Fixtures.js"
@@ -80,6 +85,21 @@ const filledOrder = (id: string, fills: ReadonlyArray<readonly [string, number]>
   status,
   fills: fills.map(([fillId, quantity]) => ({ id: fillId, quantity, price: 100, filledAt: DateTime.unsafeMake("2026-11-24T15:00:00Z") }))
 })
+
+/**
+ * The recording, with `meanwhile` run once between its first read of intents (without locks) and
+ * its write: another writer changing an intent after the read, at the one moment it matters.
+ */
+const recordingWithWriteBetween = (meanwhile: Effect.Effect<void>) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const transitions = Outbox.make(sql, eventIdFrom(yield* IdGenerator))
+    const pending = yield* Ref.make(true)
+    const readStates: typeof transitions.readStates = (intentIds) =>
+      Effect.tap(transitions.readStates(intentIds), () =>
+        Effect.flatMap(Ref.getAndSet(pending, false), (first) => first ? meanwhile : Effect.void))
+    return yield* Recording.make({ ...transitions, readStates }, JobEnds.make(sql))
+  })
 
 for (const [name, database] of backends) {
   const ports = Services.ports(TestServer.options).pipe(Layer.provideMerge(database))
@@ -239,6 +259,52 @@ for (const [name, database] of backends) {
           expect(elsewhere).toMatchObject({ calls: 0, result: Option.none() })
           yield* filledBy4And6(owner, input.id)
         }))
+
+      it.effect("an intent written between the read and the write: the word is decided again under the lock, on what that write left", () =>
+        Effect.gen(function*() {
+          const routing = yield* RoutingRepository
+          const { inputs: [input], liveBroker, owner } = yield* liveIntents(1)
+          if (input === undefined) return yield* Effect.dieMessage("no intent")
+          // Another instance records the partial fill after this recording read the intent as pending.
+          const recording = yield* recordingWithWriteBetween(Effect.asVoid(
+            routing.recordHeard(liveBroker.id, input.id, filledOrder(input.id, [["a", 4]], "partially_filled"))
+          ))
+          const [exit] = yield* recording.recordHeardMany([
+            { intentId: input.id, order: filledOrder(input.id, [["a", 4], ["b", 6]]), via: liveBroker.id }
+          ])
+          // Decided on the read, fill a would have counted twice; on the intent as it is, only b is new.
+          expect(exit).toEqual(Exit.succeed(Option.some(expect.objectContaining({
+            status: "filled",
+            filled: 10,
+            changed: true,
+            fills: [expect.objectContaining({ id: "b", quantity: 6 })]
+          }))))
+          yield* filledBy4And6(owner, input.id)
+        }).pipe(Effect.scoped))
+
+      it.effect("an intent made final between the read and the write: the word heard is left out, the final status stays", () =>
+        Effect.gen(function*() {
+          const routing = yield* RoutingRepository
+          const intents = yield* IntentRepository
+          const sql = yield* SqlClient.SqlClient
+          const { inputs: [input], liveBroker, owner } = yield* liveIntents(1)
+          if (input === undefined) return yield* Effect.dieMessage("no intent")
+          const recording = yield* recordingWithWriteBetween(Effect.asVoid(
+            routing.recordHeard(liveBroker.id, input.id, { ...restingOrder(input.id), status: "canceled" })
+          ))
+          const [exit] = yield* recording.recordHeardMany([
+            { intentId: input.id, order: filledOrder(input.id, [["a", 10]]), via: liveBroker.id }
+          ])
+          expect(exit).toEqual(Exit.succeed(Option.none()))
+          expect(yield* Effect.flatten(intents.findById(owner, input.id))).toMatchObject({
+            status: "canceled",
+            orders: [{ status: "canceled", fills: [] }]
+          })
+          expect(yield* sql<{ type: string }>`SELECT type FROM events WHERE intent_id = ${input.id} ORDER BY seq`).toEqual([
+            { type: "intent.created" },
+            { type: "intent.canceled" }
+          ])
+        }).pipe(Effect.scoped))
 
       it.effect("words about one intent arriving together are all written without locks, each on what the one before left", () =>
         Effect.gen(function*() {
