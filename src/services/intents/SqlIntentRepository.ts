@@ -306,7 +306,13 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
           SELECT count(*)::int AS n FROM gone`
   })
 
-  /** A page and the total in one round trip, the page built as one JSON array by the database. */
+  /**
+   * A page and the total in one round trip, the page built as one JSON array by the database.
+   * The page's size and offset are read through sub-selects: seeing their values, PostgreSQL
+   * estimated a page cheaper than its prepared plan and planned the statement again on every
+   * call (a quarter of a millisecond, more than running it); not seeing them, it keeps the plan
+   * it prepared, the same walk down the listing index.
+   */
   const selectPageJson = SqlSchema.single({
     Request: ListRequest,
     Result: Schema.Struct({ items: Schema.String, total: Schema.NumberFromString }),
@@ -317,7 +323,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
               SELECT json_agg(page.intent ORDER BY page.created_at DESC, page.id DESC) FROM (
                 SELECT i.created_at, i.id, i.document AS intent FROM intents i WHERE ${listWhere(query)}
                 ORDER BY i.created_at DESC, i.id DESC
-                LIMIT ${query.limit} OFFSET ${query.offset}
+                LIMIT (SELECT ${query.limit}::int) OFFSET (SELECT ${query.offset}::int)
               ) page
             ), '[]'::json)::text AS items`
   })
