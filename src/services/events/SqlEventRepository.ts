@@ -13,6 +13,7 @@ import type { Owner } from "../../domain/Ids.js"
 import * as Batched from "../../sql/Batched.js"
 import { orDie } from "../../sql/Defects.js"
 import { iso } from "../../sql/Outbox.js"
+import { PREPARED } from "../../sql/Prepared.js"
 import type { EventRepository, FeedQuery, FeedTail } from "./EventRepository.js"
 import * as Tracing from "../../Tracing.js"
 
@@ -42,7 +43,13 @@ interface Read {
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  const prepared = sql.literal(PREPARED)
 
+  /**
+   * A page of the feed. Prepared once per connection; its size is read through a sub-select, so
+   * that PostgreSQL keeps the plan it prepared (the walk along the feed's index) rather than
+   * planning the statement again on every call for the size it would otherwise see.
+   */
   const selectPage = SqlSchema.findAll({
     Request: Schema.Struct({
       ...Owned.fields,
@@ -54,7 +61,7 @@ export const make = Effect.gen(function*() {
     }),
     Result: FeedRow,
     execute: (q) =>
-      sql`SELECT e.xid::text AS xid, e.seq::text AS seq, ${sql.literal(envelope)} AS body
+      sql`${prepared} SELECT e.xid::text AS xid, e.seq::text AS seq, ${sql.literal(envelope)} AS body
           FROM events e
           WHERE e.user_id = ${q.user_id} AND e.mode = ${q.mode}
             AND (e.xid, e.seq) > (${q.xid}::xid8, ${q.seq}::bigint)
@@ -63,7 +70,7 @@ export const make = Effect.gen(function*() {
             ${q.type === null ? sql`` : sql`AND e.type = ${q.type}`}
             ${q.intent_id === null ? sql`` : sql`AND e.intent_id = ${q.intent_id}`}
           ORDER BY e.xid, e.seq
-          LIMIT ${q.limit}`
+          LIMIT (SELECT ${q.limit}::int)`
   })
 
   const selectHead = SqlSchema.findOne({
