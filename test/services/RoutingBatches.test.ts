@@ -57,10 +57,16 @@ const claimed = (inputs: ReadonlyArray<{ readonly id: IntentId }>) =>
     return jobs
   })
 
-/** One live intent with its submission job claimed. */
-const oneClaimed = Effect.gen(function*() {
+/** One live intent, created with its submit job. */
+const oneIntent = Effect.gen(function*() {
   const { inputs: [input], liveBroker, owner } = yield* liveIntents(1)
   if (input === undefined) return yield* Effect.dieMessage("no intent")
+  return { input, liveBroker, owner }
+})
+
+/** One live intent with its submission job claimed. */
+const oneClaimed = Effect.gen(function*() {
+  const { input, liveBroker, owner } = yield* oneIntent
   const [job] = yield* claimed([input])
   if (job === undefined) return yield* Effect.dieMessage("no job")
   return { input, job, liveBroker, owner }
@@ -137,8 +143,7 @@ for (const [name, database] of backends) {
       it.effect("two words about one intent arriving together: the second is recorded on what the first left", () =>
         Effect.gen(function*() {
           const routing = yield* RoutingRepository
-          const { inputs: [input], owner } = yield* liveIntents(1)
-          if (input === undefined) return yield* Effect.dieMessage("no intent")
+          const { input, owner } = yield* oneIntent
           const [partial, filled] = yield* Effect.all([
             routing.record(input.id, filledOrder(input.id, [["a", 4]], "partially_filled")),
             routing.record(input.id, filledOrder(input.id, [["a", 4], ["b", 6]]))
@@ -243,8 +248,7 @@ for (const [name, database] of backends) {
       it.effect("a word heard on a stream is recorded without locks; a word about an intent final or routed elsewhere is left out", () =>
         Effect.gen(function*() {
           const routing = yield* RoutingRepository
-          const { inputs: [input], liveBroker, owner } = yield* liveIntents(1)
-          if (input === undefined) return yield* Effect.dieMessage("no intent")
+          const { input, liveBroker, owner } = yield* oneIntent
           const heard = (order: BrokerOrder, via = liveBroker.id) =>
             batchesOf("routing_record_unlocked", routing.recordHeard(via, input.id, order))
           const partial = yield* heard(filledOrder(input.id, [["a", 4]], "partially_filled"))
@@ -263,8 +267,7 @@ for (const [name, database] of backends) {
       it.effect("an intent written between the read and the write: the word is decided again under the lock, on what that write left", () =>
         Effect.gen(function*() {
           const routing = yield* RoutingRepository
-          const { inputs: [input], liveBroker, owner } = yield* liveIntents(1)
-          if (input === undefined) return yield* Effect.dieMessage("no intent")
+          const { input, liveBroker, owner } = yield* oneIntent
           // Another instance records the partial fill after this recording read the intent as pending.
           const recording = yield* recordingWithWriteBetween(Effect.asVoid(
             routing.recordHeard(liveBroker.id, input.id, filledOrder(input.id, [["a", 4]], "partially_filled"))
@@ -287,8 +290,7 @@ for (const [name, database] of backends) {
           const routing = yield* RoutingRepository
           const intents = yield* IntentRepository
           const sql = yield* SqlClient.SqlClient
-          const { inputs: [input], liveBroker, owner } = yield* liveIntents(1)
-          if (input === undefined) return yield* Effect.dieMessage("no intent")
+          const { input, liveBroker, owner } = yield* oneIntent
           const recording = yield* recordingWithWriteBetween(Effect.asVoid(
             routing.recordHeard(liveBroker.id, input.id, { ...restingOrder(input.id), status: "canceled" })
           ))
