@@ -1,3 +1,5 @@
+import type * as SqlClient from "@effect/sql/SqlClient"
+
 /**
  * Put at the start of a statement's text, this comment has PostgreSQL prepare the statement once
  * per connection (a named statement) instead of parsing and planning it on every call: for the
@@ -10,3 +12,12 @@
  * mode from 1.21 with `max_prepared_statements` set).
  */
 export const PREPARED = "/* prepared */"
+
+/**
+ * An integer that a prepared statement's plan should not depend on (a page's size or offset),
+ * read through a sub-select. PostgreSQL keeps a prepared statement's generic plan only while it
+ * looks no dearer than plans made for the values seen; seeing a `LIMIT 20`, it always judged a
+ * fresh plan cheaper and planned the statement again on every call, which cost more than running
+ * it. Through a sub-select no plan sees the value, and the prepared plan is kept.
+ */
+export const unplanned = (sql: SqlClient.SqlClient, value: number) => sql`(SELECT ${value}::int)`

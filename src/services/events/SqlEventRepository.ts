@@ -13,7 +13,7 @@ import type { Owner } from "../../domain/Ids.js"
 import * as Batched from "../../sql/Batched.js"
 import { orDie } from "../../sql/Defects.js"
 import { iso } from "../../sql/Outbox.js"
-import { PREPARED } from "../../sql/Prepared.js"
+import { PREPARED, unplanned } from "../../sql/Prepared.js"
 import type { EventRepository, FeedQuery, FeedTail } from "./EventRepository.js"
 import * as Tracing from "../../Tracing.js"
 
@@ -45,11 +45,7 @@ export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const prepared = sql.literal(PREPARED)
 
-  /**
-   * A page of the feed. Prepared once per connection; its size is read through a sub-select, so
-   * that PostgreSQL keeps the plan it prepared (the walk along the feed's index) rather than
-   * planning the statement again on every call for the size it would otherwise see.
-   */
+  /** A page of the feed, prepared once per connection; its size `unplanned`, so that the walk along the feed's index is kept. */
   const selectPage = SqlSchema.findAll({
     Request: Schema.Struct({
       ...Owned.fields,
@@ -70,7 +66,7 @@ export const make = Effect.gen(function*() {
             ${q.type === null ? sql`` : sql`AND e.type = ${q.type}`}
             ${q.intent_id === null ? sql`` : sql`AND e.intent_id = ${q.intent_id}`}
           ORDER BY e.xid, e.seq
-          LIMIT (SELECT ${q.limit}::int)`
+          LIMIT ${unplanned(sql, q.limit)}`
   })
 
   const selectHead = SqlSchema.findOne({
