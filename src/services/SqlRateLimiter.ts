@@ -23,7 +23,10 @@ interface Lease {
   /** Requests this instance may admit in the window, of which `used` are admitted. */
   granted: number
   used: number
-  /** The shared count as the last lease left it (every instance's leases). */
+  /**
+   * The shared count (every instance's leases) at this instance's last granted request: where the
+   * last lease left it, less what that lease asked for beyond the limit.
+   */
   total: number
   /** The shared count reached the limit: refused until the window ends, with no round trip. */
   exhausted: boolean
@@ -128,7 +131,8 @@ export const make = Effect.gen(function*() {
           Effect.sync(() => {
             const got = granted(limit, size, total)
             current.granted += got
-            current.total = total
+            // A lease granted in part ends at the limit: its last request is the limit's last.
+            current.total = total - (size - got)
             current.exhausted = got < size
           })
         ),

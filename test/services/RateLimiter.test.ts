@@ -111,6 +111,27 @@ for (const [name, store] of stores) {
           expect(yield* left).toEqual([old, current].sort())
         }))
 
+      it.effect("a lease granted in part admits every request it was granted: the last one of the limit is admitted, not refused", () =>
+        Effect.gen(function*() {
+          const sql = yield* Effect.flatMap(
+            Effect.serviceOption(SqlClient.SqlClient),
+            Option.match({ onNone: () => Effect.dieMessage("no database"), onSome: Effect.succeed })
+          )
+          const [a, b] = yield* Effect.all([SqlRateLimiter.make, SqlRateLimiter.make]).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+          yield* TestClock.setTime(t0 + 1_500_000)
+          const key = bucket()
+          const limit = 100
+          // Instance a takes a lease of 2 and admits both; b then admits 97 from leases of its own.
+          expect(leaseSize(limit, 0)).toBe(2)
+          for (let i = 0; i < 2; i++) expect((yield* a.consume(key, limit)).allowed).toBe(true)
+          for (let i = 0; i < 97; i++) expect((yield* b.consume(key, limit)).allowed).toBe(true)
+          // a asks for 2 more, as it last saw the count; 1 is left: it is granted and admitted, the 100th.
+          const last = yield* a.consume(key, limit)
+          expect([last.allowed, last.remaining]).toEqual([true, 0])
+          expect((yield* a.consume(key, limit)).allowed).toBe(false)
+          expect((yield* b.consume(key, limit)).allowed).toBe(false)
+        }).pipe(Effect.scoped))
+
       it.effect("a busy key is counted in leases: one row bump per lease, never past the limit across instances", () =>
         Effect.gen(function*() {
           const sql = yield* Effect.flatMap(
