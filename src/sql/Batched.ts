@@ -29,6 +29,16 @@ export interface BatchedOptions<F> {
   readonly whenFull?: { readonly capacity: number; readonly error: () => F } | undefined
 }
 
+/**
+ * Waits for the end of the event loop's current turn (Node's check phase): the callbacks of the
+ * I/O that is ready now (requests read, answers from the database) run first, and whatever they
+ * add to a batch joins it.
+ */
+const endOfTurn = Effect.async<void>((resume) => {
+  const handle = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(handle))
+})
+
 /** The calls made together by one `many`: answered once every input's exit is in. */
 interface Group<A, E> {
   readonly exits: Array<Exit.Exit<A, E>>
@@ -51,8 +61,8 @@ const settle = <A, E>({ group, index }: { readonly group: Group<A, E>; readonly 
 
 /**
  * Turns `run`, which serves many inputs in one go (one statement, one commit), into a function of
- * many calls at once: inputs that arrive together, from one caller or several, share a batch (at
- * most `maxBatch` of them), and each is answered with its own `Exit`, in the order given, once the
+ * many calls at once: inputs that arrive together (in one turn of the event loop, or while every
+ * batch is in flight), from one caller or several, share a batch (at most `maxBatch` of them), and each is answered with its own `Exit`, in the order given, once the
  * batches that took them are done. If `run` itself fails, every input of its batch fails with that
  * cause; beyond `whenFull`'s capacity an input fails at once with its error. The batching fibers
  * live as long as the scope.
@@ -83,11 +93,18 @@ export const makeMany = <I, A, E, F = never>(
       )
 
     // Each batch holds a permit while it runs; the next batch is taken only once a permit is free,
-    // so inputs gather while every permit is busy.
+    // so inputs gather while every permit is busy. A batch taken waits for the end of the turn
+    // (inputs of the same turn join it) without being interruptible, so that no input taken is lost.
     yield* permits.take(1).pipe(
       Effect.zipRight(Queue.take(pending)),
-      Effect.flatMap((first) => Effect.map(Queue.takeUpTo(pending, options.maxBatch - 1), (rest) => [first, ...rest])),
-      Effect.flatMap((entries) => Effect.fork(Effect.ensuring(serve(entries), permits.release(1)))),
+      Effect.flatMap((first) =>
+        Effect.uninterruptibleMask((restore) =>
+          endOfTurn.pipe(
+            Effect.zipRight(Queue.takeUpTo(pending, options.maxBatch - 1)),
+            Effect.flatMap((rest) => Effect.fork(restore(Effect.ensuring(serve([first, ...rest]), permits.release(1)))))
+          )
+        )
+      ),
       Effect.forever,
       Effect.forkScoped
     )

@@ -5,6 +5,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Metric from "effect/Metric"
+import * as Queue from "effect/Queue"
 import * as Batched from "../../src/sql/Batched.js"
 
 describe("Batched", () => {
@@ -33,17 +34,19 @@ describe("Batched", () => {
   it.scoped("calls arriving while every batch is in flight gather into the next one, and tir_batch_size counts them", () =>
     Effect.gen(function*() {
       const release = yield* Deferred.make<void>()
+      const started = yield* Queue.unbounded<void>()
       const batches: Array<ReadonlyArray<number>> = []
       const call = yield* Batched.make(
         (inputs: ReadonlyArray<number>) =>
           Effect.sync(() => batches.push(inputs)).pipe(
+            Effect.zipRight(Queue.offer(started, undefined)),
             Effect.zipRight(Deferred.await(release)),
             Effect.as(inputs.map((n) => n % 2 === 0 ? Exit.succeed(n) : Exit.fail(`odd ${n}`)))
           ),
         { name: "test_gather", maxBatch: 3, concurrency: 1 }
       )
       const first = yield* Effect.fork(call(0))
-      yield* Effect.yieldNow({ priority: 1_000 })
+      yield* Queue.take(started)
       const rest = yield* Effect.forEach([1, 2, 3, 4], (n) => Effect.fork(Effect.either(call(n))))
       yield* Effect.yieldNow({ priority: 1_000 })
       yield* Deferred.succeed(release, undefined)
@@ -59,17 +62,19 @@ describe("Batched", () => {
   it.scoped("many inputs in one call share batches with other callers' and are answered in their order; beyond the bound each fails alone", () =>
     Effect.gen(function*() {
       const release = yield* Deferred.make<void>()
+      const started = yield* Queue.unbounded<void>()
       const batches: Array<ReadonlyArray<number>> = []
       const many = yield* Batched.makeMany(
         (inputs: ReadonlyArray<number>) =>
           Effect.sync(() => batches.push(inputs)).pipe(
+            Effect.zipRight(Queue.offer(started, undefined)),
             Effect.zipRight(Deferred.await(release)),
             Effect.as(inputs.map((n) => n % 2 === 0 ? Exit.succeed(n * 10) : Exit.fail(`odd ${n}`)))
           ),
         { name: "test_many", maxBatch: 3, concurrency: 1, whenFull: { capacity: 6, error: () => "full" as const } }
       )
       const first = yield* Effect.fork(many([0]))
-      yield* Effect.yieldNow({ priority: 1_000 })
+      yield* Queue.take(started)
       // While the first batch runs: five inputs of one call, two of another, one more than the bound.
       const five = yield* Effect.fork(many([1, 2, 3, 4, 5]))
       const two = yield* Effect.fork(many([6, 7]))
@@ -82,6 +87,26 @@ describe("Batched", () => {
       expect(answers(yield* Fiber.join(two))).toEqual([60, "full"])
       expect(batches).toEqual([[0], [1, 2, 3], [4, 5, 6]])
       expect(yield* many([])).toEqual([])
+    }))
+
+  it.scoped("calls made in one turn of the event loop share a batch, though a batch could start with the first alone", () =>
+    Effect.gen(function*() {
+      const batches: Array<ReadonlyArray<number>> = []
+      const call = yield* Batched.make(
+        (inputs: ReadonlyArray<number>) => Effect.sync(() => (batches.push(inputs), inputs.map((n) => Exit.succeed(n)))),
+        { name: "test_turn", maxBatch: 10, concurrency: 2 }
+      )
+      // The batching fiber takes the first call before the others are made (every slot is free),
+      // but the batch waits for the turn's other work: the later calls of the same turn join it.
+      const first = yield* Effect.fork(call(0))
+      yield* Effect.yieldNow({ priority: 1_000 })
+      const rest = yield* Effect.forEach([1, 2], (n) => Effect.fork(call(n)))
+      expect(yield* Effect.forEach([first, ...rest], Fiber.join)).toEqual([0, 1, 2])
+      expect(batches).toEqual([[0, 1, 2]])
+      // A call made in a later turn starts a batch of its own.
+      yield* Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+      expect(yield* call(3)).toBe(3)
+      expect(batches).toEqual([[0, 1, 2], [3]])
     }))
 
   it("rounds: no key twice in a round, each key's items in their order, each with its index", () => {
