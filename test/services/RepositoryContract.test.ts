@@ -6,7 +6,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
-import { ApiKeyId, UserId } from "../../src/domain/Ids.js"
+import { ApiKeyId, IntentId, UserId } from "../../src/domain/Ids.js"
 import { TradeIntent } from "../../src/domain/Intent.js"
 import { AccountRepository } from "../../src/services/accounts/AccountRepository.js"
 import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
@@ -401,6 +401,38 @@ for (const [name, backend] of backends) {
           expect(yield* intents.findJson(other, { id: first.id })).toEqual(Option.none())
           expect(yield* intents.findJson({ ...owner, mode: "live" }, { intentId: first.intent_id })).toEqual(Option.none())
           expect(yield* intents.listJson(other, { page: 1, pageSize: 10 })).toEqual({ items: "[]", total: 0 })
+        }))
+
+      it.effect("lookups by id made at once, by different owners, are each answered with their owner's intent only", () =>
+        Effect.gen(function*() {
+          const { bob, intents, owner } = yield* twoUsersOneIntent
+          const bobs = { userId: bob.user.id, mode: "test" as const }
+          const [adas] = (yield* intents.list(owner, { page: 1, pageSize: 1 })).items
+          const created = yield* intents.create(newIntent(bobs, bob.testBroker.id), { now: yield* DateTime.now, quota: undefined, eventId: eventId() })
+          if (adas === undefined) return expect.unreachable("an intent was created")
+          const lookups = [
+            [owner, adas.id],
+            [bobs, created.id],
+            [bobs, adas.id],
+            [{ ...owner, mode: "live" as const }, adas.id],
+            [owner, created.id],
+            [owner, IntentId.make("00000000-0000-4000-8000-000000000000")],
+            [owner, adas.id],
+            // PostgreSQL reads a uuid in either case; the in-memory store compares ids as given.
+            ...(name === "in-memory" ? [] : [[owner, IntentId.make(adas.id.toUpperCase())] as const])
+          ] as const
+          const answers = yield* Effect.all(lookups.map(([who, id]) => intents.findJson(who, { id })), { concurrency: "unbounded" })
+          const ids = answers.map(Option.map((json) => JSON.parse(json).id))
+          expect(ids).toEqual([
+            Option.some(adas.id),
+            Option.some(created.id),
+            Option.none(),
+            Option.none(),
+            Option.none(),
+            Option.none(),
+            Option.some(adas.id),
+            ...(name === "in-memory" ? [] : [Option.some(adas.id)])
+          ])
         }))
     })
   })

@@ -251,16 +251,11 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
     ])
 
   const selectIntentJson = SqlSchema.findOne({
-    Request: Schema.Struct({ ...OwnerRequest.fields, id: Schema.optional(IntentId), intent_id: Schema.optional(Schema.String) }),
+    Request: Schema.Struct({ ...OwnerRequest.fields, intent_id: Schema.String }),
     Result: Schema.Struct({ intent: Schema.String }),
     execute: (request) =>
-      sql`${prepared} SELECT i.document::text AS intent FROM intents i WHERE ${
-        sql.and([
-          ...ownedBy(request),
-          ...(request.id !== undefined ? [sql`i.id = ${request.id}`] : []),
-          ...(request.intent_id !== undefined ? [sql`i.intent_id = ${request.intent_id}`] : [])
-        ])
-      }`
+      sql`${prepared} SELECT i.document::text AS intent FROM intents i
+          WHERE ${sql.and([...ownedBy(request), sql`i.intent_id = ${request.intent_id}`])}`
   })
 
   /**
@@ -310,6 +305,36 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
    * A page and the total in one round trip, the page built as one JSON array by the database; its
    * size and offset `unplanned`, so that the prepared walk down the listing index is kept.
    */
+  /**
+   * Many lookups by id in one statement, whoever asked: each intent's owner with its document, for
+   * each lookup to keep only its owner's. Its text is fixed (the ids as one array), so it is
+   * prepared once per connection and reads the primary key.
+   */
+  const selectDocuments = SqlSchema.findAll({
+    Request: Schema.Array(IntentId),
+    Result: Schema.Struct({ id: IntentId, user_id: UserId, mode: Mode, intent: Schema.String }),
+    execute: (ids) =>
+      sql`${prepared} SELECT i.id, i.user_id, i.mode, i.document::text AS intent FROM intents i
+          WHERE i.id = ANY(string_to_array(${ids.join(",")}, ',')::uuid[])`
+  })
+
+  /** Lookups by id that arrive together, each answered with its intent's document if its owner's. */
+  const lookupBatch = (lookups: ReadonlyArray<{ readonly owner: Owner; readonly id: IntentId }>) =>
+    selectDocuments([...new Set(lookups.map(({ id }) => id))]).pipe(
+      Effect.map((rows) => {
+        const found = new Map<string, (typeof rows)[number]>(rows.map((row) => [row.id, row]))
+        return lookups.map(({ id, owner }) => {
+          // PostgreSQL writes a uuid in lower case; a path may spell it in upper case.
+          const row = found.get(id.toLowerCase())
+          return Exit.succeed(
+            row !== undefined && row.user_id === owner.userId && row.mode === owner.mode ? Option.some(row.intent) : Option.none()
+          )
+        })
+      }),
+      orDie,
+      Tracing.span("IntentRepository.lookupBatch", { attributes: { "batch.size": lookups.length } })
+    )
+
   const selectPageJson = SqlSchema.single({
     Request: ListRequest,
     Result: Schema.Struct({ items: Schema.String, total: Schema.NumberFromString }),
@@ -475,6 +500,8 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
       Tracing.span("IntentRepository.createBatch", { attributes: { "batch.size": creations.length } })
     )
 
+  const lookupBatched = yield* Batched.make(lookupBatch, { name: "intent_lookup", maxBatch: 100, concurrency: 2 })
+
   const createBatched = yield* Batched.make(createBatch, {
     name: "intent_create",
     maxBatch: 200,
@@ -533,13 +560,13 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
     ),
 
     // The lookups' and pages' statements, piped rather than in generators: fewer steps of the
-    // runtime per request on the hottest paths.
+    // runtime per request on the hottest paths. Lookups by id that arrive together (in one turn of
+    // the event loop, or while two such statements are in flight) share one statement.
     findJson: (owner: Owner, ref: IntentRef) =>
-      selectIntentJson("id" in ref ? { ...owned(owner), id: ref.id } : { ...owned(owner), intent_id: ref.intentId }).pipe(
-        Effect.map(Option.map((row) => row.intent)),
-        orDie,
-        Tracing.span("IntentRepository.findJson")
-      ),
+      ("id" in ref
+        ? lookupBatched({ owner, id: ref.id })
+        : selectIntentJson({ ...owned(owner), intent_id: ref.intentId }).pipe(Effect.map(Option.map((row) => row.intent)), orDie)
+      ).pipe(Tracing.span("IntentRepository.findJson")),
 
     listJson: (owner: Owner, query: IntentQuery) =>
       selectPageJson(listRequest(owner, query)).pipe(orDie, Tracing.span("IntentRepository.listJson")),
