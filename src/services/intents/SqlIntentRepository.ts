@@ -302,10 +302,6 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
   })
 
   /**
-   * A page and the total in one round trip, the page built as one JSON array by the database; its
-   * size and offset `unplanned`, so that the prepared walk down the listing index is kept.
-   */
-  /**
    * Many lookups by id in one statement, whoever asked: each intent's owner with its document, for
    * each lookup to keep only its owner's. Its text is fixed (the ids as one array), so it is
    * prepared once per connection and reads the primary key.
@@ -335,6 +331,10 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
       Tracing.span("IntentRepository.lookupBatch", { attributes: { "batch.size": lookups.length } })
     )
 
+  /**
+   * A page and the total in one round trip, the page built as one JSON array by the database; its
+   * size and offset `unplanned`, so that the prepared walk down the listing index is kept.
+   */
   const selectPageJson = SqlSchema.single({
     Request: ListRequest,
     Result: Schema.Struct({ items: Schema.String, total: Schema.NumberFromString }),
