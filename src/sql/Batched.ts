@@ -64,9 +64,9 @@ const settle = <A, E>({ group, index }: { readonly group: Group<A, E>; readonly 
  * many calls at once: inputs that arrive together (in one turn of the event loop, or while every
  * batch is in flight), from one caller or several, share a batch (at most `maxBatch` of them), and
  * each is answered with its own `Exit`, in the order given, once the batches that took them are
- * done. If `run` itself fails, every input of its batch fails with that
- * cause; beyond `whenFull`'s capacity an input fails at once with its error. The batching fibers
- * live as long as the scope.
+ * done. If `run` itself fails, every input of its batch fails with that cause; beyond
+ * `whenFull`'s capacity an input fails at once with its error. The batching fibers live as long as
+ * the scope.
  */
 export const makeMany = <I, A, E, F = never>(
   run: (inputs: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<Exit.Exit<A, E>>>,
