@@ -21,3 +21,11 @@ export const PREPARED = "/* prepared */"
  * it. Through a sub-select no plan sees the value, and the prepared plan is kept.
  */
 export const unplanned = (sql: SqlClient.SqlClient, value: number) => sql`(SELECT ${value}::int)`
+
+/**
+ * Ids for a prepared statement, as one `uuid[]` built from a single text parameter: `id =
+ * ANY(...)` on it reads the primary key, and the statement's text stays the same however many ids
+ * there are (an `IN` list or an array of parameters would make a statement of its own per count).
+ */
+export const uuidArray = (sql: SqlClient.SqlClient, ids: ReadonlyArray<string>) =>
+  sql`string_to_array(${ids.join(",")}, ',')::uuid[]`

@@ -32,7 +32,7 @@ import { ROUTING_CHANNEL } from "../../sql/Channels.js"
 import { orDie } from "../../sql/Defects.js"
 import * as Outbox from "../../sql/Outbox.js"
 import { DELIVERIES_DUE, eventTables, EVENTS_WRITTEN } from "../../sql/Outbox.js"
-import { PREPARED, unplanned } from "../../sql/Prepared.js"
+import { PREPARED, unplanned, uuidArray } from "../../sql/Prepared.js"
 import * as Tables from "../../sql/Tables.js"
 import * as Tracing from "../../Tracing.js"
 
@@ -303,15 +303,14 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
 
   /**
    * Many lookups by id in one statement, whoever asked: each intent's owner with its document, for
-   * each lookup to keep only its owner's. Its text is fixed (the ids as one array), so it is
-   * prepared once per connection and reads the primary key.
+   * each lookup to keep only its owner's.
    */
   const selectDocuments = SqlSchema.findAll({
     Request: Schema.Array(IntentId),
     Result: Schema.Struct({ id: IntentId, user_id: UserId, mode: Mode, intent: Schema.String }),
     execute: (ids) =>
       sql`${prepared} SELECT i.id, i.user_id, i.mode, i.document::text AS intent FROM intents i
-          WHERE i.id = ANY(string_to_array(${ids.join(",")}, ',')::uuid[])`
+          WHERE i.id = ANY(${uuidArray(sql, ids)})`
   })
 
   /** Lookups by id that arrive together, each answered with its intent's document if its owner's. */

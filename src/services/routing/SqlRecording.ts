@@ -13,7 +13,7 @@ import { eventIdFrom, IdGenerator } from "../IdGenerator.js"
 import * as Batched from "../../sql/Batched.js"
 import { orDie } from "../../sql/Defects.js"
 import * as Outbox from "../../sql/Outbox.js"
-import { PREPARED } from "../../sql/Prepared.js"
+import { PREPARED, uuidArray } from "../../sql/Prepared.js"
 import * as Tables from "../../sql/Tables.js"
 import type { FollowUp, Recording } from "./RoutingRepository.js"
 import { claimOf, type JobEnds } from "./SqlJobEnds.js"
@@ -244,9 +244,7 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
           type: eventType(transition.status)
         })))
       const at = DateTime.toDate(now)
-      // The statement's text is the same whatever the number of intents (no lists), so that it is
-      // prepared once per connection; the ids, as an array, keep the reads on the primary key.
-      const intentIds = sql`string_to_array(${plans.map(({ intentId }) => intentId).join(",")}, ',')::uuid[]`
+      const intentIds = uuidArray(sql, plans.map(({ intentId }) => intentId))
       const among = sql`SELECT id FROM locked`
       const next = plans.flatMap(({ next }) => next === undefined ? [] : [next])
       const rows = yield* sql`${prepared}
