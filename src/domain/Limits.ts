@@ -49,9 +49,10 @@ const MAX_LEASE = 1_000
  * How many requests an instance takes at once from a key's shared per-minute count (`counted` so
  * far, as it last saw it): 2% of the limit, at most a quarter of what is left and at most 1,000,
  * and at least 1. A free key (60 a minute) is counted one request at a time, exactly; a key
- * allowed thousands a minute costs one round trip per lease, not per request. What a lease leaves
- * unused on an instance the key stops reaching is refused elsewhere until the window ends: at most
- * one lease per other instance, never more than the limit admitted in all.
+ * allowed thousands a minute costs one round trip per lease, not per request. What an instance
+ * holds unused when the key stops reaching it is refused elsewhere until the window ends: at most
+ * a lease and a half per other instance (the half left of its lease, and the next one, which is
+ * taken ahead once half of a lease is used), never more than the limit admitted in all.
  */
 export const leaseSize = (limit: number, counted: number) =>
   Math.max(1, Math.min(MAX_LEASE, Math.floor(limit / 50), Math.floor((limit - counted) / 4)))

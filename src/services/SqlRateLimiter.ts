@@ -32,10 +32,13 @@ interface Lease {
   exhausted: boolean
   /** A lease on its way: the bucket's other requests wait for it instead of asking for their own. */
   pending: Deferred.Deferred<void> | undefined
+  /** The size of the last lease asked for. */
+  size: number
 }
 
 type Step =
-  | { readonly _tag: "Admit"; readonly count: number }
+  /** Admitted at `count`; with `ahead`, the next lease (of that size) is to be taken now, off the request's path. */
+  | { readonly _tag: "Admit"; readonly count: number; readonly ahead?: number }
   | { readonly _tag: "Refuse" }
   | { readonly _tag: "Wait"; readonly lease: Deferred.Deferred<void> }
   | { readonly _tag: "Lease"; readonly size: number }
@@ -55,9 +58,12 @@ export const sweep = Effect.gen(function*() {
 /**
  * The count lives in the database, one row per bucket, shared by every instance; each instance
  * takes leases of it (`leaseSize`: one request at a time for small limits) and admits requests
- * from its lease in memory, so a busy key costs one round trip per lease, not per request. Leases
- * that several buckets need at once go in one statement. The limit is never exceeded across
- * instances; a lease left unused on an instance the key no longer reaches is lost for the window.
+ * from its lease in memory, so a busy key costs one round trip per lease, not per request. Once
+ * half of a lease (of more than one request) is used, the next is taken ahead, beside the
+ * requests, so that a busy key's requests find it in hand instead of waiting for the database.
+ * Leases that several buckets need at once go in one statement. The limit is never exceeded
+ * across instances; what an instance holds unused when the key no longer reaches it (at most the
+ * half left of its lease and the next one) is lost for the window.
  */
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -107,12 +113,18 @@ export const make = Effect.gen(function*() {
   const step = (bucket: string, limit: number, window: number): Step => {
     let current = leases.get(bucket)
     if (current === undefined || current.window < window) {
-      current = { window, granted: 0, used: 0, total: 0, exhausted: false, pending: undefined }
+      current = { window, granted: 0, used: 0, total: 0, exhausted: false, pending: undefined, size: 0 }
       leases.set(bucket, current)
     }
     if (current.used < current.granted) {
       current.used += 1
-      return { _tag: "Admit", count: current.total - (current.granted - current.used) }
+      const left = current.granted - current.used
+      const count = current.total - left
+      // Half of a lease used: the next one is taken now, so that the key's requests find it in
+      // hand instead of waiting for the database. Not for leases of one (small limits stay exact).
+      return current.size > 1 && left * 2 <= current.size && !current.exhausted && current.pending === undefined
+        ? { _tag: "Admit", count, ahead: leaseSize(limit, current.total) }
+        : { _tag: "Admit", count }
     }
     if (current.exhausted) return { _tag: "Refuse" }
     if (current.pending !== undefined) return { _tag: "Wait", lease: current.pending }
@@ -126,6 +138,7 @@ export const make = Effect.gen(function*() {
       const current = leases.get(bucket)
       if (current === undefined || current.window !== window || current.pending !== undefined) return
       current.pending = done
+      current.size = size
       yield* lease({ bucket, windowStart: window, size }).pipe(
         Effect.tap((total) =>
           Effect.sync(() => {
@@ -144,6 +157,15 @@ export const make = Effect.gen(function*() {
         )
       )
     })
+
+  // Leases taken ahead run beside the requests, in the limiter's scope: a request that ends (or is
+  // interrupted) does not take its bucket's next lease down with it. A failed one is taken again
+  // by the next request that needs it, on its own path.
+  const aheads = yield* FiberSet.make()
+  const takeAhead = (bucket: string, limit: number, window: number, size: number) =>
+    takeLease(bucket, limit, window, size).pipe(
+      Effect.catchAllCause((cause) => Effect.logWarning("rate_limits: a lease taken ahead failed", cause))
+    )
 
   // The first request of each new window sweeps ended rows and forgets ended leases, off the
   // request's path: once a minute at most, and not at all while nothing is counted. No timer: a
@@ -168,11 +190,14 @@ export const make = Effect.gen(function*() {
     const next = step(bucket, limit, window)
     switch (next._tag) {
       case "Admit":
-        return Effect.succeed(decide(limit, next.count, now))
+        return next.ahead === undefined
+          ? Effect.succeed(decide(limit, next.count, now))
+          : Effect.as(FiberSet.run(aheads, takeAhead(bucket, limit, window, next.ahead)), decide(limit, next.count, now))
       case "Refuse":
         return Effect.succeed(decide(limit, limit + 1, now))
       case "Wait":
-        return Effect.zipRight(Deferred.await(next.lease), Effect.suspend(() => settle(bucket, limit, window, now)))
+        // Whatever became of the lease: a failed one is asked for again, by this request.
+        return Effect.zipRight(Effect.exit(Deferred.await(next.lease)), Effect.suspend(() => settle(bucket, limit, window, now)))
       case "Lease":
         return Effect.zipRight(
           takeLease(bucket, limit, window, next.size),
