@@ -403,6 +403,44 @@ for (const [name, backend] of backends) {
           expect(yield* intents.listJson(other, { page: 1, pageSize: 10 })).toEqual({ items: "[]", total: 0 })
         }))
 
+      it.effect("pages asked for at once, by different owners and filters, are each answered with their own items and total", () =>
+        Effect.gen(function*() {
+          const { ada, bob, intents, owner } = yield* twoUsersOneIntent
+          const bobs = { userId: bob.user.id, mode: "test" as const }
+          for (let i = 0; i < 3; i++) {
+            yield* TestClock.adjust("1 second")
+            yield* intents.create(newIntent(bobs, bob.testBroker.id), { now: yield* DateTime.now, quota: undefined, eventId: eventId() })
+          }
+          const asked = [
+            [owner, { page: 1, pageSize: 10 }],
+            [bobs, { page: 1, pageSize: 2 }],
+            [bobs, { page: 2, pageSize: 2 }],
+            [bobs, { page: 1, pageSize: 10, status: "pending" as const }],
+            [bobs, { page: 1, pageSize: 10, status: "filled" as const }],
+            [{ ...bobs, mode: "live" as const }, { page: 1, pageSize: 10 }],
+            [bobs, { page: 1, pageSize: 10, symbol: "msft" }],
+            [owner, { page: 3, pageSize: 10 }]
+          ] as const
+          const together = yield* Effect.all(asked.map(([who, query]) => intents.listJson(who, query)), { concurrency: "unbounded" })
+          const alone = yield* Effect.forEach(asked, ([who, query]) => intents.listJson(who, query))
+          expect(together).toEqual(alone)
+          const summary = together.map(({ items, total }) => [total, (JSON.parse(items) as Array<{ broker_id: string }>).map((intent) => intent.broker_id)])
+          expect(summary).toEqual([
+            [1, [ada.testBroker.id]],
+            [3, [bob.testBroker.id, bob.testBroker.id]],
+            [3, [bob.testBroker.id]],
+            [3, [bob.testBroker.id, bob.testBroker.id, bob.testBroker.id]],
+            [0, []],
+            [0, []],
+            [0, []],
+            [1, []]
+          ])
+          // Newest first, as a page alone: the second page goes on where the first ended.
+          const ids = (json: string) => (JSON.parse(json) as Array<{ id: string }>).map((intent) => intent.id)
+          const [, first, second, all] = together
+          expect([...ids(first?.items ?? "[]"), ...ids(second?.items ?? "[]")]).toEqual(ids(all?.items ?? "[]"))
+        }))
+
       it.effect("lookups by id made at once, by different owners, are each answered with their owner's intent only", () =>
         Effect.gen(function*() {
           const { bob, intents, owner } = yield* twoUsersOneIntent

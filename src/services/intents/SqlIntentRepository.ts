@@ -94,6 +94,15 @@ const decodeIntents = Schema.decode(Schema.parseJson(Schema.Array(TradeIntent)))
 
 const OwnerRequest = Schema.Struct({ user_id: UserId, mode: Mode })
 
+/** A page of the listing that the counters total: no symbol or broker filter. `n` is its place in its batch. */
+const CountedPage = Schema.Struct({
+  ...OwnerRequest.fields,
+  n: Schema.optional(Schema.Int),
+  status: Schema.NullOr(IntentStatus),
+  size: Schema.Int,
+  skip: Schema.Int
+})
+
 const ListRequest = Schema.Struct({
   ...OwnerRequest.fields,
   status: Schema.optional(IntentStatus),
@@ -332,7 +341,9 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
 
   /**
    * A page and the total in one round trip, the page built as one JSON array by the database; its
-   * size and offset `unplanned`, so that the prepared walk down the listing index is kept.
+   * size and offset `unplanned`, so that the prepared walk down the listing index is kept. Pages
+   * filtered by symbol or broker take this statement of their own (their total is a count of their
+   * own); the others are read together (`selectPagesJson`).
    */
   const selectPageJson = SqlSchema.single({
     Request: ListRequest,
@@ -348,6 +359,45 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
               ) page
             ), '[]'::json)::text AS items`
   })
+
+  /**
+   * Pages whose total the counters give (no symbol or broker filter), read together: each is one
+   * walk down the listing index from its own row of the input, its total summed from its owner's
+   * counters, both in the statement's one snapshot as a page alone reads them. `n` answers each
+   * row to its page.
+   */
+  const selectPagesJson = SqlSchema.findAll({
+    Request: Schema.Array(CountedPage),
+    Result: Schema.Struct({ n: Schema.Int, items: Schema.String, total: Schema.NumberFromString }),
+    execute: (pages) =>
+      sql`${prepared} SELECT q.n,
+            (SELECT COALESCE(sum(c.n), 0) FROM intent_counts c
+             WHERE c.user_id = q.user_id AND c.mode = q.mode AND (q.status IS NULL OR c.status = q.status))::text AS total,
+            COALESCE((
+              SELECT json_agg(page.intent ORDER BY page.created_at DESC, page.id DESC) FROM (
+                SELECT i.created_at, i.id, i.document AS intent FROM intents i
+                WHERE i.user_id = q.user_id AND i.mode = q.mode AND (q.status IS NULL OR i.status = q.status)
+                ORDER BY i.created_at DESC, i.id DESC
+                LIMIT q.size OFFSET q.skip
+              ) page
+            ), '[]'::json)::text AS items
+          FROM json_to_recordset(${JSON.stringify(pages)}::json)
+            AS q(n int, user_id uuid, mode text, status text, size int, skip int)`
+  })
+
+  /** Pages asked for together, each answered with its items and total. */
+  const pageBatch = (requests: ReadonlyArray<typeof CountedPage.Type>) =>
+    selectPagesJson(requests.map((request, n) => ({ ...request, n }))).pipe(
+      Effect.map((rows) => {
+        const found = new Map(rows.map(({ n, ...page }) => [n, page]))
+        return requests.map((_, n) => {
+          const page = found.get(n)
+          return page === undefined ? Exit.die(new Error("a page went unanswered")) : Exit.succeed(page)
+        })
+      }),
+      orDie,
+      Tracing.span("IntentRepository.pageBatch", { attributes: { "batch.size": requests.length } })
+    )
 
   /** Locks an intent of its owner for a cancel: its status, and whether it has an order at the broker. */
   const lockForCancel = SqlSchema.findOne({
@@ -501,6 +551,16 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
 
   const lookupBatched = yield* Batched.make(lookupBatch, { name: "intent_lookup", maxBatch: 100, concurrency: 2 })
 
+  const pagesBatched = yield* Batched.make(pageBatch, { name: "intent_page", maxBatch: 100, concurrency: 4 })
+
+  /** A page and its total: read with the other pages asked for meanwhile when the counters total it. */
+  const page = (owner: Owner, query: IntentQuery) => {
+    const request = listRequest(owner, query)
+    return request.symbol === undefined && request.broker_id === undefined
+      ? pagesBatched({ ...owned(owner), status: request.status ?? null, size: request.limit, skip: request.offset })
+      : selectPageJson(request).pipe(orDie)
+  }
+
   const createBatched = yield* Batched.make(createBatch, {
     name: "intent_create",
     maxBatch: 200,
@@ -567,11 +627,10 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
         : selectIntentJson({ ...owned(owner), intent_id: ref.intentId }).pipe(Effect.map(Option.map((row) => row.intent)), orDie)
       ).pipe(Tracing.span("IntentRepository.findJson")),
 
-    listJson: (owner: Owner, query: IntentQuery) =>
-      selectPageJson(listRequest(owner, query)).pipe(orDie, Tracing.span("IntentRepository.listJson")),
+    listJson: (owner: Owner, query: IntentQuery) => page(owner, query).pipe(Tracing.span("IntentRepository.listJson")),
 
     list: Effect.fnUntraced(function*(owner: Owner, query: IntentQuery) {
-      const { items, total } = yield* selectPageJson(listRequest(owner, query))
+      const { items, total } = yield* page(owner, query)
       return { items: yield* decodeIntents(items), total }
     }, orDie, Tracing.span("IntentRepository.list")),
 
