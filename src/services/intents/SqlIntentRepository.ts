@@ -94,10 +94,9 @@ const decodeIntents = Schema.decode(Schema.parseJson(Schema.Array(TradeIntent)))
 
 const OwnerRequest = Schema.Struct({ user_id: UserId, mode: Mode })
 
-/** A page of the listing that the counters total: no symbol or broker filter. `n` is its place in its batch. */
+/** A page of the listing that the counters total: no symbol or broker filter. */
 const CountedPage = Schema.Struct({
   ...OwnerRequest.fields,
-  n: Schema.optional(Schema.Int),
   status: Schema.NullOr(IntentStatus),
   size: Schema.Int,
   skip: Schema.Int
@@ -367,7 +366,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
    * row to its page.
    */
   const selectPagesJson = SqlSchema.findAll({
-    Request: Schema.Array(CountedPage),
+    Request: Schema.Array(Schema.Struct({ ...CountedPage.fields, n: Schema.Int })),
     Result: Schema.Struct({ n: Schema.Int, items: Schema.String, total: Schema.NumberFromString }),
     execute: (pages) =>
       sql`${prepared} SELECT q.n,
