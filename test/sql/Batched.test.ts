@@ -6,6 +6,7 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Metric from "effect/Metric"
 import * as Queue from "effect/Queue"
+import * as Scope from "effect/Scope"
 import * as Batched from "../../src/sql/Batched.js"
 
 describe("Batched", () => {
@@ -107,6 +108,27 @@ describe("Batched", () => {
       yield* Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
       expect(yield* call(3)).toBe(3)
       expect(batches).toEqual([[0, 1, 2], [3]])
+    }))
+
+  it.effect("when its scope closes, no caller is left waiting: inputs not started die, those in flight are interrupted", () =>
+    Effect.gen(function*() {
+      const started = yield* Queue.unbounded<void>()
+      const scope = yield* Scope.make()
+      const call = yield* Batched.make(
+        (_: ReadonlyArray<number>): Effect.Effect<ReadonlyArray<Exit.Exit<number>>> =>
+          Effect.zipRight(Queue.offer(started, undefined), Effect.never),
+        { name: "test_close", maxBatch: 1, concurrency: 1 }
+      ).pipe(Scope.extend(scope))
+      const inFlight = yield* Effect.fork(call(1))
+      yield* Queue.take(started)
+      const waiting = yield* Effect.fork(call(2))
+      yield* Effect.yieldNow({ priority: 1_000 })
+      yield* Scope.close(scope, Exit.void)
+      expect(Exit.isInterrupted(yield* Fiber.await(inFlight))).toBe(true)
+      const stopped = (exit: Exit.Exit<number>) =>
+        Exit.isFailure(exit) && Cause.isDie(exit.cause) && String(Cause.squash(exit.cause)).includes("the batches have stopped")
+      expect(stopped(yield* Fiber.await(waiting))).toBe(true)
+      expect(stopped(yield* Effect.exit(call(3)))).toBe(true)
     }))
 
   it("rounds: no key twice in a round, each key's items in their order, each with its index", () => {
