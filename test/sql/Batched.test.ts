@@ -97,8 +97,8 @@ describe("Batched", () => {
         (inputs: ReadonlyArray<number>) => Effect.sync(() => (batches.push(inputs), inputs.map((n) => Exit.succeed(n)))),
         { name: "test_turn", maxBatch: 10, concurrency: 2 }
       )
-      // The batching fiber takes the first call before the others are made (every slot is free),
-      // but the batch waits for the turn's other work: the later calls of the same turn join it.
+      // A batch could start with the first call alone (every slot is free), but it waits for the
+      // turn's other work: the later calls of the same turn join it.
       const first = yield* Effect.fork(call(0))
       yield* Effect.yieldNow({ priority: 1_000 })
       const rest = yield* Effect.forEach([1, 2], (n) => Effect.fork(call(n)))
