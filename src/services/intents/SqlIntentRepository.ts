@@ -267,22 +267,6 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
   })
 
   /**
-   * How many intents match a page's query: from the counts the triggers keep per user, mode and
-   * status (`intent_counts`, summed over their rows) when the query asks for no more than a status;
-   * counted otherwise.
-   */
-  const listTotal = (query: typeof ListRequest.Encoded) =>
-    query.symbol === undefined && query.broker_id === undefined
-      ? sql`(SELECT COALESCE(sum(c.n), 0) FROM intent_counts c WHERE ${
-        sql.and([
-          sql`c.user_id = ${query.user_id}`,
-          sql`c.mode = ${query.mode}`,
-          ...(query.status !== undefined ? [sql`c.status = ${query.status}`] : [])
-        ])
-      })`
-      : sql`(SELECT count(*) FROM intents i WHERE ${listWhere(query)})`
-
-  /**
    * Folds the count rows of connections that have ended into `backend` 0, in one statement: every
    * sum stays as it was. Rows another transaction holds are skipped (a later fold takes them), so a
    * fold never waits on a writer; the rows it adds to are locked in one order, so two folds never
@@ -339,17 +323,17 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
     )
 
   /**
-   * A page and the total in one round trip, the page built as one JSON array by the database; its
-   * size and offset `unplanned`, so that the prepared walk down the listing index is kept. Pages
-   * filtered by symbol or broker take this statement of their own (their total is a count of their
-   * own); the others are read together (`selectPagesJson`).
+   * A page filtered by symbol or broker and its total (a count of its own rows: the counters keep
+   * no such totals) in one round trip, the page built as one JSON array by the database; its size
+   * and offset `unplanned`, so that the prepared walk down the listing index is kept. The other
+   * pages are read together (`selectPagesJson`).
    */
   const selectPageJson = SqlSchema.single({
     Request: ListRequest,
     Result: Schema.Struct({ items: Schema.String, total: Schema.NumberFromString }),
     execute: (query) =>
       sql`${prepared} SELECT
-            ${listTotal(query)}::text AS total,
+            (SELECT count(*) FROM intents i WHERE ${listWhere(query)})::text AS total,
             COALESCE((
               SELECT json_agg(page.intent ORDER BY page.created_at DESC, page.id DESC) FROM (
                 SELECT i.created_at, i.id, i.document AS intent FROM intents i WHERE ${listWhere(query)}
