@@ -8,7 +8,9 @@
  *
  * DATABASE_URL names the PostgreSQL server (an admin URL; a fresh database is made and dropped);
  * BENCH_DURATION (seconds per measured run, default 5), BENCH_CONNECTIONS (default "10,50") and
- * BENCH_INTENTS (intents per end-to-end and webhook run, default 1000) size the run; BENCH_ONLY
+ * BENCH_INTENTS (intents per end-to-end and webhook run, default 1000) size the run; BENCH_WARMUP
+ * (seconds, default 10) is how long each server is first driven with each kind of request, unmeasured,
+ * so that V8 has compiled its code before anything is measured; BENCH_ONLY
  * (some of create, lookup, e2e, webhooks, events, alpaca, comma-separated) runs those parts only. The
  * service's Alpaca endpoints point at a fake Alpaca started in this process.
  */
@@ -56,6 +58,7 @@ import {
   waitUntil
 } from "./lib/Service.js"
 
+/** The warm-up before each measured run of a kind of request the server has already been warmed up with. */
 const WARMUP_SECONDS = 1
 const FILL_TIMEOUT_MS = 30_000
 const POLL_INTERVAL_MS = 2
@@ -104,6 +107,12 @@ type Part = (typeof PARTS)[number]
 interface Settings {
   readonly parts: ReadonlyArray<Part>
   readonly durationSeconds: number
+  /**
+   * The warm-up before the first run of each kind of request on each server. V8 compiles a
+   * server's hot code over its first seconds of load: cold, the service's CPU per creation was
+   * twice its figure after 15 s of load, and the floor's 1.5 times.
+   */
+  readonly warmUpSeconds: number
   readonly connections: ReadonlyArray<number>
   readonly intents: number
 }
@@ -190,6 +199,8 @@ const measured = async <A>(server: Measured, work: () => Promise<A>) => {
 }
 
 interface LoadSpec {
+  /** The kind of request (with the target's address, the key of its warm-up). */
+  readonly kind: string
   readonly method: "GET" | "POST"
   /** The path (and body) of each request, numbered from 0 across the run. */
   readonly next: (n: number) => { readonly path: string; readonly body?: string }
@@ -209,22 +220,8 @@ const load = async (
   connections: number,
   spec: LoadSpec
 ): Promise<Measurement & { readonly endedAt: number }> => {
-  let n = 0
-  const fire = (duration: number) =>
-    autocannon({
-      url: target.baseUrl,
-      connections,
-      duration,
-      headers: { ...target.headers, "content-type": "application/json" },
-      requests: [{
-        method: spec.method,
-        setupRequest: (req) => {
-          const { path, body } = spec.next(n++)
-          return body === undefined ? { ...req, path } : { ...req, path, body }
-        }
-      }]
-    })
-  await fire(WARMUP_SECONDS)
+  const fire = firing(target, connections, spec)
+  await fire(warmUpFor(settings, target, spec))
   await sleep(RUN_GAP_MS)
   let endedAt = Number.NaN
   const { result, cpuMs: cpu, dbCpuMs, gcShare, peakMiB } = await measured(target, async () => {
@@ -250,6 +247,52 @@ const load = async (
     peakMiB,
     endedAt
   }
+}
+
+/** Runs of autocannon against `target` at `connections`, for the given seconds, numbering the requests on. */
+const firing = (target: Target, connections: number, spec: LoadSpec) => {
+  let n = 0
+  return (duration: number) =>
+    autocannon({
+      url: target.baseUrl,
+      connections,
+      duration,
+      headers: { ...target.headers, "content-type": "application/json" },
+      requests: [{
+        method: spec.method,
+        setupRequest: (req) => {
+          const { path, body } = spec.next(n++)
+          return body === undefined ? { ...req, path } : { ...req, path, body }
+        }
+      }]
+    })
+}
+
+/** The kinds of request each server (by address) has been warmed up with. */
+const warmedUp = new Set<string>()
+
+/**
+ * How long to warm `target` up before a run of `spec`: the whole warm-up the first time the server
+ * gets this kind of request, a second after that.
+ */
+const warmUpFor = (settings: Settings, target: Target, spec: LoadSpec): number => {
+  const key = `${target.baseUrl} ${spec.kind}`
+  if (warmedUp.has(key)) return WARMUP_SECONDS
+  warmedUp.add(key)
+  return settings.warmUpSeconds
+}
+
+/**
+ * Warms the service's creations up, unless a run of them already did, for the parts whose clients
+ * create intents without `load` (end to end, webhooks, event streams); then waits for their routing.
+ */
+const warmUpCreations = async (context: Context) => {
+  const target = serviceTarget(context)
+  const spec = creations(context, "/api/v1/intents", "warmup")
+  const seconds = warmUpFor(context.settings, target, spec)
+  if (seconds === WARMUP_SECONDS) return
+  await firing(target, 50, spec)(seconds)
+  await quiesce(context.databaseUrl)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -312,9 +355,14 @@ const serviceProcess = (context: Context): Measured => ({ pid: pidOf(context.ser
 
 const referenceTarget = (server: ReferenceServer): Target => ({ ...server, headers: {} })
 
-const intentBody = (context: Context, path: string, prefix: string) => (n: number) => ({
-  path,
-  body: JSON.stringify(marketIntent(`${prefix}-${context.runId}-${n}`, context.account.brokerId))
+/** POSTs of market intents to `path`, each with an intent_id of its own. */
+const creations = (context: Context, path: string, prefix: string): LoadSpec => ({
+  kind: "create",
+  method: "POST",
+  next: (n) => ({
+    path,
+    body: JSON.stringify(marketIntent(`${prefix}-${context.runId}-${n}`, context.account.brokerId))
+  })
 })
 
 const FINAL = [...finalStatuses]
@@ -350,20 +398,11 @@ const drainTime = async (context: Context, since: Date, endedAt: number): Promis
 
 const createScenarios = async (context: Context, connections: number): Promise<ReadonlyArray<Line>> => {
   const { settings } = context
-  const bare = await load(settings, referenceTarget(context.reference), connections, {
-    method: "POST",
-    next: intentBody(context, "/intents", `ref${connections}`)
-  })
-  const floor = await load(settings, referenceTarget(context.floor), connections, {
-    method: "POST",
-    next: intentBody(context, "/intents", `floor${connections}`)
-  })
+  const bare = await load(settings, referenceTarget(context.reference), connections, creations(context, "/intents", `ref${connections}`))
+  const floor = await load(settings, referenceTarget(context.floor), connections, creations(context, "/intents", `floor${connections}`))
   // A little before the warm-up, on the machine's clock the service stamps its intents with.
   const since = new Date(Date.now() - 1000)
-  const service = await load(settings, serviceTarget(context), connections, {
-    method: "POST",
-    next: intentBody(context, "/api/v1/intents", `create${connections}`)
-  })
+  const service = await load(settings, serviceTarget(context), connections, creations(context, "/api/v1/intents", `create${connections}`))
   const drainMs = await drainTime(context, since, service.endedAt)
   await quiesce(context.databaseUrl)
   return [
@@ -393,24 +432,29 @@ const lookupScenarios = async (
   const pick = (list: ReadonlyArray<string>, n: number) => list[n % list.length] ?? ""
   const byId = (prefix: string, list: ReadonlyArray<string>) => (n: number) => ({ path: `${prefix}/${pick(list, n)}` })
   const bare = await load(context.settings, referenceTarget(context.reference), connections, {
+    kind: "lookup",
     method: "GET",
     next: byId("/intents", ids.reference)
   })
   const floor = await load(context.settings, referenceTarget(context.floor), connections, {
+    kind: "lookup",
     method: "GET",
     next: byId("/intents", ids.floor)
   })
   const service = await load(context.settings, serviceTarget(context), connections, {
+    kind: "lookup",
     method: "GET",
     next: byId("/api/v1/intents", ids.service)
   })
   const list = await load(context.settings, serviceTarget(context), connections, {
+    kind: "list",
     method: "GET",
     next: (n) => ({ path: `/api/v1/intents?page=${1 + (n % 5)}&page_size=20` })
   })
   const limiterLines: Array<Line> = []
   for (const variant of unlimited) {
     const line = await load(context.settings, serviceTarget(context, variant.traced), connections, {
+      kind: "lookup",
       method: "GET",
       next: byId("/api/v1/intents", ids.service)
     })
@@ -595,10 +639,12 @@ const eventScenarios = async (context: Context): Promise<ReadonlyArray<Line>> =>
   for (const connections of context.settings.connections) {
     console.log(`event pages at ${connections} connections`)
     const reference = await load(context.settings, referenceTarget(context.reference), connections, {
+      kind: "page",
       method: "GET",
       next: () => ({ path: "/intents?page" })
     })
     const service = await load(context.settings, serviceTarget(context), connections, {
+      kind: "events",
       method: "GET",
       next: () => ({ path: "/api/v1/events?limit=100" })
     })
@@ -855,13 +901,15 @@ const main = async () => {
   const settings: Settings = {
     parts: selectedParts(),
     durationSeconds: positiveInt("BENCH_DURATION", 5),
+    warmUpSeconds: positiveInt("BENCH_WARMUP", 10),
     connections: connectionCounts(),
     intents: positiveInt("BENCH_INTENTS", 1000)
   }
   const admin = adminUrl()
   console.log(machine())
   console.log(
-    `runs: ${WARMUP_SECONDS} s warm-up + ${settings.durationSeconds} s measured, connections ${settings.connections.join(", ")}; ` +
+    `runs: ${settings.warmUpSeconds} s warm-up on each server's first run of a kind of request, ${WARMUP_SECONDS} s on later ones, ` +
+      `+ ${settings.durationSeconds} s measured, connections ${settings.connections.join(", ")}; ` +
       `${settings.intents} intents per end-to-end and webhook run`
   )
   const database = await freshDatabase(admin)
@@ -921,18 +969,21 @@ const main = async () => {
       lines.push(...(await lookups(context)))
     })
     await part("e2e", async () => {
+      await warmUpCreations(context)
       for (const connections of settings.connections) {
         console.log(`end to end at ${connections} connections`)
         lines.push(...(await endToEnd(context, connections)))
       }
     })
     await part("webhooks", async () => {
+      await warmUpCreations(context)
       for (const connections of settings.connections) {
         console.log(`webhooks at ${connections} connections`)
         lines.push(...(await webhooks(context, connections)))
       }
     })
     await part("events", async () => {
+      await warmUpCreations(context)
       lines.push(...(await eventScenarios(context)))
     })
     await part("alpaca", async () => {
