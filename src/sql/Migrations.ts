@@ -20,6 +20,7 @@ import StoredIntentDocuments from "./migrations/0015_stored_intent_documents.js"
 import IntentCounts from "./migrations/0016_intent_counts.js"
 import DocumentsRebuiltByRecording from "./migrations/0017_documents_rebuilt_by_recording.js"
 import UsageWithinLimit from "./migrations/0018_usage_within_limit.js"
+import OrderlessDocuments from "./migrations/0019_orderless_documents.js"
 import * as Tracing from "../Tracing.js"
 
 /** Every migration by name, statically imported so that a bundled build finds them. */
@@ -41,7 +42,8 @@ export const records = {
   "0015_stored_intent_documents": StoredIntentDocuments,
   "0016_intent_counts": IntentCounts,
   "0017_documents_rebuilt_by_recording": DocumentsRebuiltByRecording,
-  "0018_usage_within_limit": UsageWithinLimit
+  "0018_usage_within_limit": UsageWithinLimit,
+  "0019_orderless_documents": OrderlessDocuments
 }
 
 export const loader = Migrator.fromRecord(records)

@@ -24,17 +24,21 @@ const apiFields = <F extends Schema.Struct.Fields>(table: Tables.Table<F>, view:
   Tables.shownColumns(table, view).map((column) => `'${column}', ${apiValue(`${alias}.${column}`, table.types[column])}`)
     .join(", ")
 
+/** `'id', i.id, …` for a `json_build_object`: an intent's own fields (of the row `alias`) in the API's format. */
+const intentFields = (alias: string) => apiFields(Tables.Intents, TradeIntent.fields, alias)
+
 /**
  * An intent with its orders and their fills, built as one JSON document by the database so that a
  * lookup is one round trip, in exactly the API's format (ISO 8601 UTC with `Z`, JSON numbers): it
  * decodes through the response schema, and events carry it as GET shows it. It is the body of the
  * function `intent_document(intents)` that a migration defines, through which triggers keep each
  * intent's document in `intents.document` for lookups, pages and events to read: a change here
- * needs a migration that replaces the function and rewrites the stored documents (`UPDATE intents
- * SET document = NULL`, which the trigger fills in).
+ * needs a migration that replaces the function and the row trigger's function (which builds a new
+ * intent's document with {@link orderlessIntentObject}) and rewrites the stored documents
+ * (`UPDATE intents SET document = NULL`, which the trigger fills in).
  */
 export const intentObject = `json_build_object(
-  ${apiFields(Tables.Intents, TradeIntent.fields, "i")},
+  ${intentFields("i")},
   'orders', COALESCE((
     SELECT json_agg(json_build_object(
       ${apiFields(Tables.Orders, Order.fields, "o")},
@@ -42,6 +46,12 @@ export const intentObject = `json_build_object(
         SELECT json_agg(json_build_object(${apiFields(Tables.Fills, Fill.fields, "f")}) ORDER BY f.filled_at, f.id)
         FROM fills f WHERE f.order_id = o.id), '[]'::json)) ORDER BY o.created_at, o.id)
     FROM orders o WHERE o.intent_id = i.id), '[]'::json))`
+
+/**
+ * {@link intentObject} for an intent that has no order yet (of the row `alias`): the same document,
+ * built without asking for its orders. A change to the document's format changes both.
+ */
+export const orderlessIntentObject = (alias: string) => `json_build_object(${intentFields(alias)}, 'orders', '[]'::json)`
 
 /**
  * The common table expressions `event` and `deliveries`: for each row of `source` (a FROM clause in

@@ -151,5 +151,31 @@ for (const [name, database] of backends) {
         })
         expect(yield* staleDocuments).toEqual([])
       }))
+
+    it.effect("an intent written in one statement with an order of its own still shows that order", () =>
+      Effect.gen(function*() {
+        const intents = yield* IntentRepository
+        const sql = yield* SqlClient.SqlClient
+        const { testBroker, user } = yield* seedUser
+        const owner: Owner = { userId: user.id, mode: "test" }
+        const input = newIntent(owner, testBroker.id)
+        const orderId = uuid()
+        // A new intent's document is built without looking for orders; the orders' statement trigger adds this one.
+        yield* sql`
+          WITH intent AS (
+            INSERT INTO intents (id, user_id, mode, intent_id, symbol, side, quantity, order_type, time_in_force,
+              extended_hours, status, broker_id, created_at, updated_at)
+            VALUES (${input.id}, ${user.id}, 'test', ${input.intent_id}, 'AAPL', 'buy', 1, 'market', 'day', false,
+              'pending', ${testBroker.id}, now(), now())
+            RETURNING id
+          )
+          INSERT INTO orders (id, intent_id, client_order_id, broker_order_id, status, created_at, updated_at)
+          SELECT ${orderId}, id, ${`manual-${orderId}`}, 'b-3', 'new', now(), now() FROM intent`
+        expect(yield* Effect.flatten(intents.findById(owner, input.id))).toMatchObject({
+          status: "pending",
+          orders: [{ id: orderId, status: "new", fills: [] }]
+        })
+        expect(yield* staleDocuments).toEqual([])
+      }))
   })
 }
