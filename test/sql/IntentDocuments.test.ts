@@ -42,6 +42,12 @@ const createLive = (count: number) =>
     return { owner, now, ids: created.map((input) => input.id) }
   })
 
+/** A new intent of a seeded user's test mode, not written yet; with its owner and broker connection. */
+const unwrittenTestIntent = Effect.map(seedUser, ({ testBroker, user }) => {
+  const owner: Owner = { userId: user.id, mode: "test" }
+  return { owner, user, testBroker, input: newIntent(owner, testBroker.id) }
+})
+
 for (const [name, database] of backends) {
   const ports = Services.ports(TestServer.options).pipe(Layer.provideMerge(database))
 
@@ -126,9 +132,7 @@ for (const [name, database] of backends) {
       Effect.gen(function*() {
         const intents = yield* IntentRepository
         const sql = yield* SqlClient.SqlClient
-        const { testBroker, user } = yield* seedUser
-        const owner: Owner = { userId: user.id, mode: "test" }
-        const input = newIntent(owner, testBroker.id)
+        const { input } = yield* unwrittenTestIntent
         yield* intents.create(input, { now: yield* DateTime.now, quota: undefined, eventId: eventId() })
         const orderId = uuid()
         const document = sql<{ readonly document: string }>`SELECT document::text AS document FROM intents WHERE id = ${input.id}`
@@ -156,9 +160,7 @@ for (const [name, database] of backends) {
       Effect.gen(function*() {
         const intents = yield* IntentRepository
         const sql = yield* SqlClient.SqlClient
-        const { testBroker, user } = yield* seedUser
-        const owner: Owner = { userId: user.id, mode: "test" }
-        const input = newIntent(owner, testBroker.id)
+        const { input, owner, testBroker, user } = yield* unwrittenTestIntent
         const orderId = uuid()
         // A new intent's document is built without looking for orders; the orders' statement trigger adds this one.
         yield* sql`
