@@ -398,11 +398,26 @@ const drainTime = async (context: Context, since: Date, endedAt: number): Promis
 
 const createScenarios = async (context: Context, connections: number): Promise<ReadonlyArray<Line>> => {
   const { settings } = context
-  const bare = await load(settings, referenceTarget(context.reference), connections, creations(context, "/intents", `ref${connections}`))
-  const floor = await load(settings, referenceTarget(context.floor), connections, creations(context, "/intents", `floor${connections}`))
+  const bare = await load(
+    settings,
+    referenceTarget(context.reference),
+    connections,
+    creations(context, "/intents", `ref${connections}`)
+  )
+  const floor = await load(
+    settings,
+    referenceTarget(context.floor),
+    connections,
+    creations(context, "/intents", `floor${connections}`)
+  )
   // A little before the warm-up, on the machine's clock the service stamps its intents with.
   const since = new Date(Date.now() - 1000)
-  const service = await load(settings, serviceTarget(context), connections, creations(context, "/api/v1/intents", `create${connections}`))
+  const service = await load(
+    settings,
+    serviceTarget(context),
+    connections,
+    creations(context, "/api/v1/intents", `create${connections}`)
+  )
   const drainMs = await drainTime(context, since, service.endedAt)
   await quiesce(context.databaseUrl)
   return [
