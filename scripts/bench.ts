@@ -282,6 +282,9 @@ const warmUpFor = (settings: Settings, target: Target, spec: LoadSpec): number =
   return settings.warmUpSeconds
 }
 
+/** The connections of the creations' warm-up ahead of the parts that create without `load`: enough to batch as under load. */
+const WARMUP_CONNECTIONS = 50
+
 /**
  * Warms the service's creations up, unless a run of them already did, for the parts whose clients
  * create intents without `load` (end to end, webhooks, event streams); then waits for their routing.
@@ -291,7 +294,7 @@ const warmUpCreations = async (context: Context) => {
   const spec = creations(context, "/api/v1/intents", "warmup")
   const seconds = warmUpFor(context.settings, target, spec)
   if (seconds === WARMUP_SECONDS) return
-  await firing(target, 50, spec)(seconds)
+  await firing(target, WARMUP_CONNECTIONS, spec)(seconds)
   await quiesce(context.databaseUrl)
 }
 
