@@ -8,7 +8,8 @@
  *
  * Each client has an Alpaca account of its own and places at most `PER_ACCOUNT` orders, inside the
  * burst the router's pacing allows per account (45 calls): the figures measure the router, not the
- * pace Alpaca's limit of 200 calls a minute imposes on one account.
+ * pace Alpaca's limit of 200 calls a minute imposes on one account. The warm-up therefore runs in
+ * rounds, each on accounts of its own.
  */
 import { randomBytes } from "node:crypto"
 import type { UserId } from "../../src/domain/Ids.js"
@@ -150,5 +151,24 @@ export const liveEndToEnd = async (
     peakMiB,
     submit: spread(submit),
     fill: spread(fill)
+  }
+}
+
+/**
+ * Live intents, unmeasured, for at least `seconds`: rounds of {@link liveEndToEnd} on fresh
+ * accounts, so that the service's live path (the Alpaca calls, the update streams) is compiled
+ * before it is measured.
+ */
+export const warmUpLive = async (
+  service: Service,
+  databaseUrl: string,
+  fake: FakeAlpaca,
+  userId: UserId,
+  connections: number,
+  seconds: number
+): Promise<void> => {
+  const until = performance.now() + seconds * 1000
+  while (performance.now() < until) {
+    await liveEndToEnd(service, databaseUrl, fake, userId, connections, connections * PER_ACCOUNT)
   }
 }
