@@ -113,18 +113,35 @@ export const postgres = (url: PgClient.PgClientConfig["url"]) =>
   ).pipe(Layer.provideMerge(PgClient.layerFromPool({ acquire: guardedPool(url), applicationName: APPLICATION_NAME })))
 
 /**
- * The pool of 10 connections (see `GuardedPool`), checked with a first statement before anything
- * uses it (a database that cannot be reached stops the start), and ended with the Layer.
+ * What each of the pool's sessions sets first. JIT compilation off: PostgreSQL compiles a
+ * statement whose estimated cost passes `jit_above_cost` on every run of it, and the statement
+ * that reads pages of the listing (planned for a tenth of the user's intents, since its limit is a
+ * parameter) passed it once a user had a few thousand intents (about 5,000 in a test): each page
+ * then spent 15 to 40 ms compiling, the statement itself well under a millisecond. None of the
+ * service's statements runs long enough to gain from it.
+ */
+export const SESSION_SETTINGS = "SET jit = off"
+
+/**
+ * The pool of 10 connections (see `GuardedPool`), each session set up with `SESSION_SETTINGS`
+ * before its first statement, checked with a first statement before anything uses it (a database
+ * that cannot be reached stops the start), and ended with the Layer.
  */
 const guardedPool = (url: PgClient.PgClientConfig["url"]) =>
   Effect.acquireRelease(
-    Effect.sync(() =>
-      GuardedPool.make({
+    Effect.sync(() => {
+      const pool = GuardedPool.make({
         connectionString: url === undefined ? undefined : Redacted.value(url),
         max: 10,
         application_name: APPLICATION_NAME
       })
-    ),
+      // Queued on the new connection ahead of every statement of the one who asked for it. A
+      // server that refuses it (a proxy, a version without JIT) runs as it is.
+      pool.on("connect", (client) => {
+        client.query(SESSION_SETTINGS).catch(() => undefined)
+      })
+      return pool
+    }),
     (pool) => Effect.promise(() => pool.end()).pipe(Effect.timeoutOption(1000))
   ).pipe(
     Effect.tap((pool) =>
