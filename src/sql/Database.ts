@@ -124,24 +124,18 @@ export const SESSION_SETTINGS = "SET jit = off"
 
 /**
  * The pool of 10 connections (see `GuardedPool`), each session set up with `SESSION_SETTINGS`
- * before its first statement, checked with a first statement before anything uses it (a database
+ * before it is first used, checked with a first statement before anything uses it (a database
  * that cannot be reached stops the start), and ended with the Layer.
  */
 const guardedPool = (url: PgClient.PgClientConfig["url"]) =>
   Effect.acquireRelease(
-    Effect.sync(() => {
-      const pool = GuardedPool.make({
+    Effect.sync(() =>
+      GuardedPool.make({
         connectionString: url === undefined ? undefined : Redacted.value(url),
         max: 10,
         application_name: APPLICATION_NAME
-      })
-      // Queued on the new connection ahead of every statement of the one who asked for it. A
-      // server that refuses it (a proxy, a version without JIT) runs as it is.
-      pool.on("connect", (client) => {
-        client.query(SESSION_SETTINGS).catch(() => undefined)
-      })
-      return pool
-    }),
+      }, SESSION_SETTINGS)
+    ),
     (pool) => Effect.promise(() => pool.end()).pipe(Effect.timeoutOption(1000))
   ).pipe(
     Effect.tap((pool) =>

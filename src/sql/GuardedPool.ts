@@ -23,8 +23,12 @@ const MAX_PREPARED = 64
  * (a 500 for someone else). Here the connection of a statement being cancelled is closed when it
  * is given back, never reused, so a late cancel can only reach its own session; a cancel for a
  * connection that is no longer checked out is not sent at all.
+ *
+ * `setup`, when given, is run on each new connection before it is first handed out (session
+ * settings): whoever asked for the connection gets it once the statement is done, whether it
+ * succeeded or not (a server that refuses a setting runs without it).
  */
-export const make = (config: Pg.PoolConfig): Pg.Pool => {
+export const make = (config: Pg.PoolConfig, setup?: string): Pg.Pool => {
   const pool = new Pg.Pool(config)
   // Pool errors surface on the statements that meet them; unhandled, they would end the process.
   pool.on("error", () => undefined)
@@ -61,6 +65,7 @@ export const make = (config: Pg.PoolConfig): Pg.Pool => {
     if (typeof callback !== "function") return Reflect.apply(pool.connect, guarded, args)
     return pool.connect((error, client, done) => {
       if (client === undefined) return Reflect.apply(callback, undefined, [error, client, done])
+      const fresh = !named.has(client)
       nameStatements(client)
       const id = processIdOf(client)
       if (id !== undefined) checkedOut.add(id)
@@ -70,7 +75,10 @@ export const make = (config: Pg.PoolConfig): Pg.Pool => {
         release(id !== undefined && doomed.delete(id) ? (cause || new Error("a statement was cut short")) : cause)
       }
       client.release = giveBack
-      return Reflect.apply(callback, undefined, [error, client, giveBack])
+      const handOver = () => Reflect.apply(callback, undefined, [error, client, giveBack])
+      if (!fresh || setup === undefined) return handOver()
+      client.query(setup, () => handOver())
+      return undefined
     })
   }
 
