@@ -120,7 +120,7 @@ export const postgres = (url: PgClient.PgClientConfig["url"]) =>
  * then spent 15 to 40 ms compiling, the statement itself well under a millisecond. None of the
  * service's statements runs long enough to gain from it.
  */
-export const SESSION_SETTINGS = "SET jit = off"
+const SESSION_SETTINGS = "SET jit = off"
 
 /**
  * The pool of 10 connections (see `GuardedPool`), each session set up with `SESSION_SETTINGS`
