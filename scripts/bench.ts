@@ -46,6 +46,7 @@ import {
   provision,
   type Provisioned,
   psqlColumn,
+  repeatFor,
   request,
   run,
   runClients,
@@ -680,8 +681,7 @@ const eventScenarios = async (context: Context): Promise<ReadonlyArray<Line>> =>
   }
   // The streams' path compiled first, as every other kind of request is: whole runs, unmeasured.
   console.log("event stream latency, 100 streams, warming up")
-  const warm = performance.now() + context.settings.warmUpSeconds * 1000
-  while (performance.now() < warm) await streamLatency(context.service, streaming)
+  await repeatFor(context.settings.warmUpSeconds, () => streamLatency(context.service, streaming))
   await quiesce(context.databaseUrl)
   console.log("event stream latency, 100 streams")
   const { cpuMs: cpu, dbCpuMs, gcShare, peakMiB, result } = await measured(

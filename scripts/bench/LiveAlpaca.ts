@@ -15,7 +15,7 @@ import { randomBytes } from "node:crypto"
 import type { UserId } from "../../src/domain/Ids.js"
 import type { FakeAlpaca } from "../../src/services/brokers/alpaca/FakeAlpaca.js"
 import { clientOf, call } from "../../test/support/Harness.js"
-import { ADMIN_TOKEN, expectStatus, marketIntent, psqlColumn, request, runClients, type Service, sleep, stringField, waitUntil } from "../lib/Service.js"
+import { ADMIN_TOKEN, expectStatus, marketIntent, psqlColumn, repeatFor, request, runClients, type Service, sleep, stringField, waitUntil } from "../lib/Service.js"
 import { spread } from "./Percentile.js"
 import { measure } from "./ProcessStats.js"
 
@@ -166,9 +166,5 @@ export const warmUpLive = async (
   userId: UserId,
   connections: number,
   seconds: number
-): Promise<void> => {
-  const until = performance.now() + seconds * 1000
-  while (performance.now() < until) {
-    await liveEndToEnd(service, databaseUrl, fake, userId, connections, connections * PER_ACCOUNT)
-  }
-}
+): Promise<void> =>
+  repeatFor(seconds, () => liveEndToEnd(service, databaseUrl, fake, userId, connections, connections * PER_ACCOUNT))

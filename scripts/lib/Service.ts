@@ -17,6 +17,12 @@ const REQUEST_TIMEOUT_MS = 10_000
 export const run = promisify(execFile)
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
+/** Runs `round` again and again, each to its end, until `seconds` have passed (a warm-up of whole runs). */
+export const repeatFor = async (seconds: number, round: () => Promise<unknown>) => {
+  const until = performance.now() + seconds * 1000
+  while (performance.now() < until) await round()
+}
+
 /** The admin URL of the PostgreSQL server to use: DATABASE_URL, or the local default. */
 export const adminUrl = () => process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres"
 
