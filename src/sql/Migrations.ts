@@ -21,6 +21,7 @@ import IntentCounts from "./migrations/0016_intent_counts.js"
 import DocumentsRebuiltByRecording from "./migrations/0017_documents_rebuilt_by_recording.js"
 import UsageWithinLimit from "./migrations/0018_usage_within_limit.js"
 import OrderlessDocuments from "./migrations/0019_orderless_documents.js"
+import WebhookClaimOrder from "./migrations/0020_webhook_claim_order.js"
 import * as Tracing from "../Tracing.js"
 
 /** Every migration by name, statically imported so that a bundled build finds them. */
@@ -43,7 +44,8 @@ export const records = {
   "0016_intent_counts": IntentCounts,
   "0017_documents_rebuilt_by_recording": DocumentsRebuiltByRecording,
   "0018_usage_within_limit": UsageWithinLimit,
-  "0019_orderless_documents": OrderlessDocuments
+  "0019_orderless_documents": OrderlessDocuments,
+  "0020_webhook_claim_order": WebhookClaimOrder
 }
 
 export const loader = Migrator.fromRecord(records)
