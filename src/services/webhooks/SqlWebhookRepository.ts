@@ -302,14 +302,23 @@ export const make = Effect.gen(function*() {
     // endpoint, not a scan of the backlog), then the earliest of those: taken in one order by every
     // instance, so two claiming at once compete for the same rows (SKIP LOCKED) rather than each
     // taking a full share. Nothing is sent to a disabled endpoint: a delivery written while its
-    // endpoint was being disabled fails here, unsent.
+    // endpoint was being disabled fails here, unsent, up to `limit` of them per claim. Every probe
+    // reads an endpoint's rows in index order with a limit: joined to the disabled endpoints
+    // instead, the orphans' probe was planned as a scan of every endpoint's due deliveries once
+    // any endpoint was disabled (5 ms a claim with 30,000 pending).
     execute: ({ at, limit, until }) =>
       sql`
         WITH orphans AS (
-          SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
-          WHERE w.disabled_at IS NOT NULL AND d.status = 'pending' AND d.next_attempt_at <= ${at}
-            AND (d.locked_until IS NULL OR d.locked_until < ${at})
-          FOR UPDATE OF d SKIP LOCKED
+          SELECT o.id FROM webhook_endpoints w
+          CROSS JOIN LATERAL (
+            SELECT d.id FROM webhook_deliveries d
+            WHERE d.endpoint_id = w.id AND d.status = 'pending' AND d.next_attempt_at <= ${at}
+              AND (d.locked_until IS NULL OR d.locked_until < ${at})
+            ORDER BY d.next_attempt_at, d.id
+            LIMIT ${limit}
+            FOR UPDATE OF d SKIP LOCKED
+          ) o
+          WHERE w.disabled_at IS NOT NULL
         ), orphaned AS (
           UPDATE webhook_deliveries d SET status = 'failed', next_attempt_at = NULL, updated_at = ${at}
           FROM orphans o WHERE d.id = o.id
