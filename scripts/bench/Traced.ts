@@ -23,7 +23,10 @@ import { ADMIN_TOKEN, build, freePort, ROOT, type Service } from "../lib/Service
 import { type Scheduled, threadTimes } from "./ProcessStats.js"
 
 const GC_FLAG = "--trace-gc-nvp"
-const GC_LINE = /^\[\d+:0x[0-9a-f]+\]\s+[\d.]+ ms: (pause=.*)$/
+// A process with more than one isolate (tsx runs its loader on a thread of its own) may interleave
+// their lines: one isolate's `[pid:isolate] t ms: ` prefix, then another's whole line, then the
+// first one's `pause=…` alone. Each `pause=…` is one collection, whatever prefixes precede it.
+const GC_LINE = /^(?:\[\d+:0x[0-9a-f]+\]\s+[\d.]+ ms: )*(pause=.*)$/
 
 /** One collection's time in milliseconds, as V8 clocked it. */
 export interface Collection {
