@@ -280,12 +280,12 @@ export const make = Effect.gen(function*() {
   })
 
   /**
-   * Endpoint `w`'s deliveries held under an unexpired lease, by any instance, counted up to its
-   * in-flight limit (`n`). Read in lease order with a limit, the probe is an index scan, which marks
-   * the entries of rows updated since as dead and skips them from then on: every claim and every
-   * answer recorded leaves such an entry in the index of leased deliveries until the table is
-   * vacuumed, and a count of them all (a bitmap scan) grew with the deliveries made since (5 ms a
-   * claim after 26,000).
+   * The deliveries of the statement's endpoint row `w` held under an unexpired lease, by any
+   * instance, counted up to the in-flight limit (`n`), for a `LATERAL` join. Read in lease order
+   * with a limit, the probe is an index scan, which marks the entries of rows updated since as
+   * dead and skips them from then on: every claim and every answer recorded leaves such an entry
+   * in the index of leased deliveries until the table is vacuumed, and a count of them all (a
+   * bitmap scan) grew with the deliveries made since (5 ms a claim after 26,000).
    */
   const busy = (at: Date) =>
     sql`SELECT count(*) AS n FROM (
