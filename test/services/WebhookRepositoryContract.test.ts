@@ -77,7 +77,16 @@ const emitInMemory = Layer.effect(
 
 const sqlRepositories = Layer.mergeAll(IntentRepository.layerSql(), AccountRepository.layerSql, WebhookRepository.layerSql)
 
-const backends = [
+/** The database backends, with their `SqlClient` for the tests only a database can set up. */
+const sqlBackends = [
+  ["PGlite", emitSql.pipe(Layer.provideMerge(sqlRepositories), Layer.provideMerge(Database.migrated(Database.pglite(undefined))))],
+  ["PostgreSQL", emitSql.pipe(Layer.provideMerge(sqlRepositories), Layer.provideMerge(Postgres.layerFresh))]
+] as const
+
+/** Every backend, as the contract uses it: the repositories and `Emit`. */
+const backends: ReadonlyArray<
+  readonly [string, Layer.Layer<Emit | IntentRepository | AccountRepository | WebhookRepository, unknown>]
+> = [
   [
     "in-memory",
     emitInMemory.pipe(Layer.provideMerge(Layer.mergeAll(
@@ -86,9 +95,8 @@ const backends = [
       WebhookRepository.layerInMemoryWithEvents
     )))
   ],
-  ["PGlite", emitSql.pipe(Layer.provideMerge(sqlRepositories), Layer.provide(Database.migrated(Database.pglite(undefined))))],
-  ["PostgreSQL", emitSql.pipe(Layer.provideMerge(sqlRepositories), Layer.provide(Postgres.layerFresh))]
-] as const
+  ...sqlBackends
+]
 
 const lease = Duration.seconds(30)
 
@@ -619,11 +627,6 @@ for (const [name, backend] of backends) {
 // Only the database can hold a pending delivery of a disabled endpoint: one written by an event's
 // transaction while the endpoint was being disabled (in memory, disabling is atomic). It is set up
 // here by disabling the endpoint's row directly, as that race leaves it.
-const sqlBackends = [
-  ["PGlite", emitSql.pipe(Layer.provideMerge(sqlRepositories), Layer.provideMerge(Database.migrated(Database.pglite(undefined))))],
-  ["PostgreSQL", emitSql.pipe(Layer.provideMerge(sqlRepositories), Layer.provideMerge(Postgres.layerFresh))]
-] as const
-
 for (const [name, backend] of sqlBackends) {
   layer(backend, { timeout: 60_000 })(`webhook claims on ${name}`, (it) => {
     it.effect("a disabled endpoint's pending deliveries fail unsent, at most the claim's limit at a time; others are claimed", () =>
