@@ -308,7 +308,7 @@ for (const [name, database] of backends) {
           ])
         }).pipe(Effect.scoped))
 
-      it.effect("words about one intent arriving together are all written without locks, each on what the one before left", () =>
+      it.effect("words about one intent arriving together are all written without locks, each on what the one before left, one transition a statement", () =>
         Effect.gen(function*() {
           const routing = yield* RoutingRepository
           const intents = yield* IntentRepository
@@ -319,7 +319,8 @@ for (const [name, database] of backends) {
             { intentId: input.id, order: filledOrder(input.id, [["a", 4]], "partially_filled") },
             { intentId: input.id, order: filledOrder(input.id, [["a", 4], ["b", 6]]) }
           ]))
-          expect({ batches, calls }).toEqual({ batches: 3, calls: 3 })
+          // The resting order changes no status: it is written with the partial fill that follows it.
+          expect({ batches, calls }).toEqual({ batches: 2, calls: 2 })
           expect(exits.map((exit) => Exit.map(exit, ({ changed, filled, status }) => [status, filled, changed]))).toEqual([
             Exit.succeed(["pending", 0, false]),
             Exit.succeed(["partially_filled", 4, true]),
@@ -334,6 +335,48 @@ for (const [name, database] of backends) {
           expect(yield* sql`SELECT 1 FROM routing_jobs WHERE intent_id = ${input.id}`).toEqual([])
           yield* routing.recordHeard(liveBroker.id, input.id, filledOrder(input.id, [["a", 4], ["b", 6]]))
           expect((yield* Effect.flatten(intents.findById(owner, input.id))).orders[0]?.fills).toHaveLength(2)
+        }))
+
+      it.effect("a submission's answer and the fill heard on the stream a moment later are written in one statement", () =>
+        Effect.gen(function*() {
+          const routing = yield* RoutingRepository
+          const sql = yield* SqlClient.SqlClient
+          const { input, job, liveBroker, owner } = yield* oneClaimed
+          const { batches, calls, result } = yield* batchesOf(
+            "routing_record_unlocked",
+            Effect.all([
+              routing.record(input.id, restingOrder(input.id), job, { syncAt: undefined }),
+              routing.recordHeard(liveBroker.id, input.id, filledOrder(input.id, [["a", 4], ["b", 6]]))
+            ], { concurrency: "unbounded" })
+          )
+          expect({ batches, calls }).toEqual({ batches: 1, calls: 1 })
+          // Each word is answered with its own transition.
+          const [answered, heard] = result
+          expect(answered).toMatchObject({ status: "pending", changed: false, filled: 0 })
+          expect(heard).toEqual(Option.some(expect.objectContaining({ status: "filled", changed: true, filled: 10 })))
+          const intent = yield* filledBy4And6(owner, input.id)
+          expect(intent.orders).toEqual([expect.objectContaining({ broker_order_id: `alpaca-${input.id}`, status: "filled" })])
+          expect(yield* sql<{ type: string }>`SELECT type FROM events WHERE intent_id = ${input.id} ORDER BY seq`).toEqual([
+            { type: "intent.created" },
+            { type: "intent.filled" }
+          ])
+          expect(yield* sql`SELECT 1 FROM routing_jobs WHERE intent_id = ${input.id}`).toEqual([])
+        }))
+
+      it.effect("a word about another order of the intent is not folded into the write before it", () =>
+        Effect.gen(function*() {
+          const routing = yield* RoutingRepository
+          const sql = yield* SqlClient.SqlClient
+          const { input, job } = yield* oneClaimed
+          const other = { ...restingOrder(input.id), brokerOrderId: "other", clientOrderId: `${clientOrderId(input.id)}-b` }
+          const { batches, result } = yield* batchesOf("routing_record_unlocked", routing.recordMany([
+            { intentId: input.id, order: restingOrder(input.id), done: job, followUp: { syncAt: undefined } },
+            { intentId: input.id, order: other }
+          ]))
+          expect(batches).toBe(2)
+          expect(result.every(Exit.isSuccess)).toBe(true)
+          expect(yield* sql<{ client_order_id: string }>`SELECT client_order_id FROM orders WHERE intent_id = ${input.id} ORDER BY client_order_id`)
+            .toEqual([{ client_order_id: clientOrderId(input.id) }, { client_order_id: other.clientOrderId }])
         }))
 
       it.effect("two instances hearing words about the same intents at once: each decided on what the other left, a final status never undone", () =>

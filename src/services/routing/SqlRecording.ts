@@ -8,6 +8,7 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { type BrokerId, IntentId, OrderId } from "../../domain/Ids.js"
+import type { OrderStatus } from "../../domain/Intent.js"
 import { applyOrderUpdate, eventType, heardReason, isFinal, type Transition } from "../../domain/Routing.js"
 import { eventIdFrom, IdGenerator } from "../IdGenerator.js"
 import * as Batched from "../../sql/Batched.js"
@@ -55,6 +56,13 @@ const Written = Schema.Struct({
 })
 const decodeWritten = Schema.decodeUnknown(Schema.Array(Written))
 
+/** Where an intent stands after a transition: its status and fills. */
+const after = (state: Outbox.LockedState, transition: Transition): Outbox.LockedState => ({
+  ...state,
+  status: transition.status,
+  fills: [...state.fills, ...transition.fills.map(({ id, quantity }) => ({ id, quantity }))]
+})
+
 /**
  * An order's status never goes back: words about it may arrive out of order (a stream event before
  * the submission's answer), so a final status stays, and a partial fill is never undone by `new`.
@@ -63,6 +71,11 @@ const NEXT_STATUS = `CASE
   WHEN orders.status IN ('filled', 'canceled', 'expired', 'rejected') THEN orders.status
   WHEN orders.status = 'partially_filled' AND EXCLUDED.status = 'new' THEN orders.status
   ELSE EXCLUDED.status END`
+
+/** {@link NEXT_STATUS} for two words about an order written as one: what the later leaves. */
+const nextOrderStatus = (current: OrderStatus, incoming: OrderStatus): OrderStatus =>
+  FINAL_ORDER_STATUSES.has(current) || (current === "partially_filled" && incoming === "new") ? current : incoming
+const FINAL_ORDER_STATUSES: ReadonlySet<OrderStatus> = new Set(["filled", "canceled", "expired", "rejected"])
 
 /**
  * How routing records the broker's word about orders (a submission's answer, a cancel's, a sync's,
@@ -219,19 +232,66 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
   const underLocks = (cause: Cause.Cause<unknown>) =>
     Effect.as(Effect.logWarning("could not record without locks; recording under locks", cause), undefined)
 
+  /** What one write of an unlocked recording carries for an intent (see `fold`). */
+  interface Folded {
+    /** Where the write was decided: the intent as read or claimed, or as the last write left it. */
+    readonly standing: Standing
+    /** The write: the order's row and new fills, the last word's transition, the work that follows. */
+    readonly plan: Effect.Effect.Success<ReturnType<typeof planOf>>
+    /** The jobs the words end. */
+    readonly dones: ReadonlyArray<NonNullable<Heard["done"]>>
+    /** Each word written, by its index in the batch, with its own transition. */
+    readonly words: ReadonlyArray<readonly [number, Transition]>
+    /** Where the intent stands once written. */
+    readonly state: Outbox.LockedState
+  }
+
   /**
-   * Words about different intents written without locks in one statement (see `recordUnlocked`),
-   * each decided on where its intent stands; each answered with the version of the row written,
-   * or none if its intent no longer stood so.
+   * The next words about one intent (in the order they arrived) planned as one write, each on where
+   * the word before left the intent: a submission's answer and the fill heard on the stream a moment
+   * later are one statement, not two. A word ends the write when it changes the intent's status (a
+   * write carries one transition and its event) or when it is about another order; the words after
+   * it go to the next write. A word heard on a stream about an intent found final or routed elsewhere
+   * is `skipped` (answered with none). `used` counts the words taken, written or skipped.
    */
-  const writeUnlocked = (
-    candidates: ReadonlyArray<Standing & { readonly index: number; readonly recording: Heard }>,
-    now: DateTime.Utc
-  ) =>
+  const fold = (words: ReadonlyArray<readonly [number, Heard]>, standing: Standing, now: DateTime.Utc) =>
     Effect.gen(function*() {
-      const plans = yield* Effect.forEach(candidates, ({ assumed, index, recording, state, version }) =>
-        Effect.map(planOf(recording, state, now), (plan) => ({ ...plan, index, assumed, version, state })))
-      const changes = yield* Effect.forEach(plans, ({ assumed, intentId, transition, version }) =>
+      let state = standing.state
+      let plan: Folded["plan"] | undefined
+      const dones: Array<NonNullable<Heard["done"]>> = []
+      const written: Array<readonly [number, Transition]> = []
+      const skipped: Array<number> = []
+      let used = 0
+      for (const [index, recording] of words) {
+        if (plan !== undefined && (plan.transition.changed || recording.order.clientOrderId !== plan.row.client_order_id)) break
+        used++
+        if (recording.via !== undefined && (state.brokerId !== recording.via || isFinal(state.status))) {
+          skipped.push(index)
+          continue
+        }
+        const next = yield* planOf(recording, state, now)
+        state = after(state, next.transition)
+        if (recording.done !== undefined) dones.push(recording.done)
+        written.push([index, next.transition])
+        plan = plan === undefined ? next : {
+          ...next,
+          row: { ...plan.row, ...next.row, id: plan.row.id, status: nextOrderStatus(plan.row.status, next.row.status) },
+          fills: [...plan.fills, ...next.fills],
+          next: isFinal(state.status) ? undefined : next.next ?? plan.next
+        }
+      }
+      const folded: Folded | undefined = plan === undefined ? undefined : { standing, plan, dones, words: written, state }
+      return { folded, skipped, used }
+    })
+
+  /**
+   * Writes about different intents, without locks, in one statement (see `recordUnlocked`), each
+   * decided on where its intent stood; each answered with the version of the row written, or none
+   * if its intent no longer stood so.
+   */
+  const writeUnlocked = (folds: ReadonlyArray<Folded>, now: DateTime.Utc) =>
+    Effect.gen(function*() {
+      const changes = yield* Effect.forEach(folds, ({ plan: { intentId, transition }, standing: { assumed, version } }) =>
         Effect.map(transition.changed ? newEventId : Effect.succeed(null), (eventId) => ({
           intent_id: intentId,
           assumed,
@@ -244,9 +304,9 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
           type: eventType(transition.status)
         })))
       const at = DateTime.toDate(now)
-      const intentIds = uuidArray(sql, plans.map(({ intentId }) => intentId))
+      const intentIds = uuidArray(sql, folds.map(({ plan }) => plan.intentId))
       const among = sql`SELECT id FROM locked`
-      const next = plans.flatMap(({ next }) => next === undefined ? [] : [next])
+      const next = folds.flatMap(({ plan: { next } }) => next === undefined ? [] : [next])
       const rows = yield* sql`${prepared}
         WITH claimed AS (
           SELECT * FROM json_to_recordset(${JSON.stringify(changes)}::json) AS c(${sql.literal(UNLOCKED_RECORDSET)})
@@ -256,7 +316,13 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
             THEN i.status = c.assumed AND i.cancel_requested_at IS NULL AND json_array_length(i.document -> 'orders') = 0
             ELSE i.xmin = c.version::xid END
           ORDER BY i.id FOR UPDATE OF i SKIP LOCKED
-        ), ${ordersSaved(encodeOrders(plans.map(({ row }) => row)), encodeFills(plans.flatMap(({ fills }) => fills)), among)},
+        ), ${
+        ordersSaved(
+          encodeOrders(folds.map(({ plan }) => plan.row)),
+          encodeFills(folds.flatMap(({ plan }) => plan.fills)),
+          among
+        )
+      },
         written AS (
           UPDATE intents SET status = c.status,
             status_reason = CASE WHEN c.changed THEN c.status_reason ELSE intents.status_reason END,
@@ -266,7 +332,7 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
             AND (SELECT count(*) FROM saved) + (SELECT count(*) FROM fills_saved) >= 0
           RETURNING intents.*, intents.xmin::text AS version, c.changed, c.event_id, c.type
         ), ${Outbox.eventTables(sql, sql`written i WHERE i.changed`, { id: sql`i.event_id`, type: sql`i.type`, at: sql`${at}` })},
-        ${finishJobs(plans.flatMap(({ done }) => done === undefined ? [] : [claimOf(done)]), among)},
+        ${finishJobs(folds.flatMap(({ dones }) => dones.map(claimOf)), among)},
         jobs_moot AS (
           DELETE FROM routing_jobs WHERE intent_id IN (SELECT intent_id FROM claimed WHERE final)
             AND intent_id IN (${among}) AND locked_until IS NULL
@@ -277,70 +343,76 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
       const [{ written } = { written: [] }] = yield* decodeWritten(rows)
       if (written.length > 0) countUnlocked(written.length)
       const versions = new Map(written.map(({ id, version }) => [id, version]))
-      return plans.map((plan) => ({ ...plan, version: versions.get(plan.intentId) }))
+      return folds.map((folded) => ({ ...folded, version: versions.get(folded.plan.intentId) }))
     })
 
   /**
-   * Records words without locks: no lock is held between round trips, and a word is one round trip
-   * (a submission's answer about an intent its claim found with no order and no cancel asked for,
-   * or a word after another about the same intent so recorded) or two (any other word: the intent
-   * is read first, with its row's version) instead of five. Each transition is decided on that
-   * reading, and each intent is written only if it still stands so (for a claim's reading: the
-   * same status, no cancel asked for, no order in its document; otherwise: the same version of its
-   * row, which every change to it writes anew), checked again on the latest row should it have
-   * changed, and only if no other transaction holds it. Its order, fills, status, event, job's
-   * end and follow-up are written together in one statement, the status after the orders and
-   * fills so that the document its trigger builds shows them; the words of one round (each about
-   * a different intent) share that statement, and a second word about an intent is decided on
-   * what the first left, in the next round. A word heard on a stream about an intent found final
-   * or routed elsewhere is answered with none, as under a lock: neither ever changes back. Answered
-   * by the recordings' indexes; an intent gone or changed meanwhile is left to the locking
-   * recording, with every later word about it.
+   * Records words without locks: no lock is held between round trips, and a write is one round trip
+   * (words whose intent stands as its job's claim read it: a submission's answer about an intent
+   * found with no order and no cancel asked for, and the words after it; or words after others
+   * about the same intent so recorded) or two (any other: the intent is read first, with its row's
+   * version) instead of five. Each transition is decided on that reading, and each intent is
+   * written only if it still stands so (for a claim's reading: the same status, no cancel asked
+   * for, no order in its document; otherwise: the same version of its row, which every change to
+   * it writes anew), checked again on the latest row should it have changed, and only if no other
+   * transaction holds it. Its order, fills, status, event, jobs' ends and follow-up are written
+   * together in one statement, the status after the orders and fills so that the document its
+   * trigger builds shows them. The words about an intent are folded into as few writes as one
+   * transition each allows (see `fold`), and the writes about different intents share a
+   * statement; a word after a transition is decided on what that transition left, in the next
+   * statement. A word heard on a stream about an intent found final or routed elsewhere is
+   * answered with none, as under a lock: neither ever changes back. Answered by the recordings'
+   * indexes; an intent gone or changed meanwhile is left to the locking recording, with every later
+   * word about it.
    */
   const recordUnlocked = (recordings: ReadonlyArray<Heard>, now: DateTime.Utc) =>
     Effect.gen(function*() {
       const answers = new Map<number, Option.Option<Transition>>()
-      const rounds = Batched.rounds(recordings, ({ intentId }) => intentId)
-      // Where each intent stands for the next word about it; undefined once it is left to the lock.
+      // Each intent's words still to write, in the order they arrived, by their indexes in the batch.
+      const pending = new Map<IntentId, ReadonlyArray<readonly [number, Heard]>>()
+      recordings.forEach((recording, index) => {
+        pending.set(recording.intentId, [...(pending.get(recording.intentId) ?? []), [index, recording]])
+      })
+      // Where each intent stands for its next write; undefined once it is left to the lock.
       const known = new Map<IntentId, Standing | undefined>()
-      const [firstRound = []] = rounds
-      for (const [, recording] of firstRound) {
-        const claimed = claimedState(recording)
-        if (claimed !== undefined) known.set(recording.intentId, { state: claimed, assumed: claimed.status, version: null })
+      for (const [intentId, words] of pending) {
+        const first = words[0]
+        const claimed = first === undefined ? undefined : claimedState(first[1])
+        if (claimed !== undefined) known.set(intentId, { state: claimed, assumed: claimed.status, version: null })
       }
-      const read = yield* transitions.readStates(firstRound.flatMap(([, { intentId }]) => known.has(intentId) ? [] : [intentId])).pipe(
+      const read = yield* transitions.readStates([...pending.keys()].filter((intentId) => !known.has(intentId))).pipe(
         Effect.catchAllCause(underLocks)
       )
       if (read === undefined) return answers
-      for (const [, { intentId }] of firstRound) {
+      for (const intentId of pending.keys()) {
         const state = read.get(intentId)
         if (!known.has(intentId)) known.set(intentId, state === undefined ? undefined : { state, assumed: null, version: state.version })
       }
-      for (const round of rounds) {
-        const candidates = round.flatMap(([index, recording]) => {
-          const at = known.get(recording.intentId)
-          if (at === undefined) return []
-          if (recording.via !== undefined && (at.state.brokerId !== recording.via || isFinal(at.state.status))) {
-            answers.set(index, Option.none())
-            return []
-          }
-          return [{ index, recording, ...at }]
-        })
-        if (candidates.length === 0) continue
+      for (;;) {
+        const folds: Array<Folded> = []
+        for (const [intentId, words] of pending) {
+          const standing = known.get(intentId)
+          const { folded, skipped, used } = standing === undefined
+            ? { folded: undefined, skipped: [], used: words.length }
+            : yield* fold(words, standing, now)
+          for (const index of skipped) answers.set(index, Option.none())
+          if (folded !== undefined) folds.push(folded)
+          if (used < words.length) pending.set(intentId, words.slice(used))
+          else pending.delete(intentId)
+        }
+        if (folds.length === 0) return answers
         // Should a statement fail (it then wrote nothing), its words and every later one go under locks.
-        const written = yield* writeUnlocked(candidates, now).pipe(Effect.catchAllCause(underLocks))
+        const written = yield* writeUnlocked(folds, now).pipe(Effect.catchAllCause(underLocks))
         if (written === undefined) return answers
-        for (const { index, intentId, state, transition, version } of written) {
+        for (const { plan: { intentId }, state, version, words } of written) {
           if (version === undefined) {
             known.set(intentId, undefined)
             continue
           }
-          answers.set(index, Option.some(transition))
-          const fills = [...state.fills, ...transition.fills.map(({ id, quantity }) => ({ id, quantity }))]
-          known.set(intentId, { state: { ...state, status: transition.status, fills }, assumed: null, version })
+          for (const [index, transition] of words) answers.set(index, Option.some(transition))
+          known.set(intentId, { state, assumed: null, version })
         }
       }
-      return answers
     }).pipe(Tracing.span("RoutingRepository.recordUnlocked", { attributes: { "batch.size": recordings.length } }))
 
   /**
