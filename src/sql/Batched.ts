@@ -13,7 +13,7 @@ export const batchSize = Metric.histogram(
   "Calls served by one batch (one statement or transaction), by batch: intent_create, intent_lookup, intent_page, rate_limit_lease, routing_record, routing_record_unlocked, mock_submit, event_tail."
 )
 
-export interface BatchedOptions<F> {
+export interface BatchedOptions<I, F> {
   /** Names the batches in the `tir_batch_size` metric. */
   readonly name: string
   /** The most calls one batch takes. */
@@ -25,6 +25,12 @@ export interface BatchedOptions<F> {
    * a call fails at once with `error()` instead of waiting. Unbounded unless set.
    */
   readonly whenFull?: { readonly capacity: number; readonly error: () => F } | undefined
+  /**
+   * Keeps inputs of one key in order across batches: an input whose key is in a batch in flight
+   * waits for that batch to end (inputs of other keys go ahead of it), so that it is served on what
+   * that batch left. Inputs of one key in one batch are the batch's to order. None unless set.
+   */
+  readonly key?: ((input: I) => string) | undefined
 }
 
 /** The calls made together by one `many`: answered once every input's exit is in. */
@@ -72,10 +78,12 @@ const settle = <I, A, E>(entry: Entry<I, A, E>, exit: Exit.Exit<A, E>) => {
  */
 export const makeMany = <I, A, E, F = never>(
   run: (inputs: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<Exit.Exit<A, E>>>,
-  options: BatchedOptions<F>
+  options: BatchedOptions<I, F>
 ): Effect.Effect<(inputs: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<Exit.Exit<A, E | F>>>, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const { concurrency, maxBatch } = options
+    const { concurrency, key, maxBatch } = options
+    // The keys of the inputs in the batches in flight, when inputs are kept in order by key.
+    const held = new Set<string>()
     const full = options.whenFull
     const series = MetricSeries.labels(["batch", options.name])
     const batches = yield* FiberSet.make<void>()
@@ -102,18 +110,37 @@ export const makeMany = <I, A, E, F = never>(
         Effect.onExit((exit) =>
           Effect.sync(() => {
             if (Exit.isFailure(exit)) entries.forEach((entry) => settle(entry, Exit.failCause(exit.cause)))
+            if (key !== undefined) entries.forEach((entry) => held.delete(key(entry.input)))
             inFlight -= 1
             startSoon()
           })
         )
       )
 
+    /** The next batch's inputs, at most `maxBatch`, taken from those waiting: with `key`, none whose key is held. */
+    const take = (): ReadonlyArray<Entry<I, A, E | F>> => {
+      if (key === undefined) {
+        const entries = waiting.length <= maxBatch ? waiting : waiting.slice(0, maxBatch)
+        waiting = waiting.length <= maxBatch ? [] : waiting.slice(maxBatch)
+        return entries
+      }
+      const entries: Array<Entry<I, A, E | F>> = []
+      const left: Array<Entry<I, A, E | F>> = []
+      for (const entry of waiting) {
+        if (entries.length < maxBatch && !held.has(key(entry.input))) entries.push(entry)
+        else left.push(entry)
+      }
+      waiting = left
+      entries.forEach((entry) => held.add(key(entry.input)))
+      return entries
+    }
+
     /** Starts as many batches as there are free slots, with the inputs waiting, at the end of the turn. */
     const start = () => {
       starting = false
       while (!stopped && inFlight < concurrency && waiting.length > 0) {
-        const entries = waiting.length <= maxBatch ? waiting : waiting.slice(0, maxBatch)
-        waiting = waiting.length <= maxBatch ? [] : waiting.slice(maxBatch)
+        const entries = take()
+        if (entries.length === 0) return
         inFlight += 1
         fork(serve(entries))
       }
@@ -173,7 +200,7 @@ export const single = <I, A, E>(many: (inputs: ReadonlyArray<I>) => Effect.Effec
  */
 export const make = <I, A, E, F = never>(
   run: (inputs: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<Exit.Exit<A, E>>>,
-  options: BatchedOptions<F>
+  options: BatchedOptions<I, F>
 ): Effect.Effect<(input: I) => Effect.Effect<A, E | F>, never, Scope.Scope> => Effect.map(makeMany(run, options), single)
 
 /**

@@ -110,6 +110,38 @@ describe("Batched", () => {
       expect(batches).toEqual([[0, 1, 2], [3]])
     }))
 
+  it.scoped("with a key, an input whose key is in a batch in flight waits for it to end, and inputs of other keys go ahead", () =>
+    Effect.gen(function*() {
+      const releases = [yield* Deferred.make<void>(), yield* Deferred.make<void>(), yield* Deferred.make<void>()]
+      const started = yield* Queue.unbounded<void>()
+      const batches: Array<ReadonlyArray<string>> = []
+      const call = yield* Batched.make(
+        (inputs: ReadonlyArray<string>) =>
+          Effect.gen(function*() {
+            const release = releases[batches.length]
+            batches.push(inputs)
+            yield* Queue.offer(started, undefined)
+            if (release !== undefined) yield* Deferred.await(release)
+            return inputs.map((input) => Exit.succeed(input))
+          }),
+        { name: "test_keyed", maxBatch: 10, concurrency: 2, key: (input) => input.slice(0, 1) }
+      )
+      const first = yield* Effect.fork(call("a1"))
+      yield* Queue.take(started)
+      // a2 waits for a1's batch though a slot is free; b1 takes that slot.
+      const a2 = yield* Effect.fork(call("a2"))
+      const b1 = yield* Effect.fork(call("b1"))
+      yield* Queue.take(started)
+      expect(batches).toEqual([["a1"], ["b1"]])
+      yield* Deferred.succeed(releases[0]!, undefined)
+      expect(yield* Fiber.join(first)).toBe("a1")
+      yield* Queue.take(started)
+      expect(batches).toEqual([["a1"], ["b1"], ["a2"]])
+      yield* Deferred.succeed(releases[1]!, undefined)
+      yield* Deferred.succeed(releases[2]!, undefined)
+      expect([yield* Fiber.join(a2), yield* Fiber.join(b1)]).toEqual(["a2", "b1"])
+    }))
+
   it.effect("when its scope closes, no caller is left waiting: inputs not started die, those in flight are interrupted", () =>
     Effect.gen(function*() {
       const started = yield* Queue.unbounded<void>()
