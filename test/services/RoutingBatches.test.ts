@@ -107,6 +107,23 @@ const recordingWithWriteBetween = (meanwhile: Effect.Effect<void>) =>
     return yield* Recording.make({ ...transitions, readStates }, JobEnds.make(sql))
   })
 
+/** A recording of its own, counting its reads of intents without locks and its locking reads. */
+const countedRecording = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const transitions = Outbox.make(sql, eventIdFrom(yield* IdGenerator))
+  const counts = { reads: 0, locks: 0 }
+  const readStates: typeof transitions.readStates = (intentIds) =>
+    Effect.tap(transitions.readStates(intentIds), () => Effect.sync(() => intentIds.length > 0 && counts.reads++))
+  const lockStates: typeof transitions.lockStates = (intentIds) =>
+    Effect.tap(transitions.lockStates(intentIds), () => Effect.sync(() => intentIds.length > 0 && counts.locks++))
+  const recording = yield* Recording.make({ ...transitions, readStates, lockStates }, JobEnds.make(sql))
+  return { recording, counts }
+})
+
+/** The types of an intent's events, in order. */
+const eventTypes = (id: IntentId) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ type: string }>`SELECT type FROM events WHERE intent_id = ${id} ORDER BY seq`)
+
 for (const [name, database] of backends) {
   const ports = Services.ports(TestServer.options).pipe(Layer.provideMerge(database))
 
@@ -231,17 +248,18 @@ for (const [name, database] of backends) {
           expect(yield* sql<{ status: string }>`SELECT status FROM orders WHERE intent_id = ${input.id}`).toEqual([{ status: "new" }])
         }))
 
-      it.effect("an order recorded since the claim (heard on the stream first): recorded under the lock, no fill counted twice", () =>
+      it.effect("an order recorded since the claim (heard on the stream first, by another instance): recorded under the lock, no fill counted twice", () =>
         Effect.gen(function*() {
           const routing = yield* RoutingRepository
+          const other = yield* SqlRoutingRepository.make
           const { input, job, liveBroker, owner } = yield* oneClaimed
-          yield* routing.recordHeard(liveBroker.id, input.id, filledOrder(input.id, [["a", 4]], "partially_filled"))
+          yield* other.recordHeard(liveBroker.id, input.id, filledOrder(input.id, [["a", 4]], "partially_filled"))
           const { calls, result: transition } = yield* batchesOf("routing_record_unlocked",
             routing.record(input.id, filledOrder(input.id, [["a", 4], ["b", 6]]), job, { syncAt: undefined }))
           expect(calls).toBe(0)
           expect(transition).toMatchObject({ status: "filled", filled: 10, fills: [{ id: "b", quantity: 6 }] })
           yield* filledBy4And6(owner, input.id)
-        }))
+        }).pipe(Effect.scoped))
     })
 
     describe("any other word, read first with its row's version", () => {
@@ -400,6 +418,75 @@ for (const [name, database] of backends) {
           const [filled] = yield* sql<{ count: number }>`
             SELECT count(*)::int AS count FROM events WHERE intent_id IN ${sql.in(inputs.map(({ id }) => id))} AND type = 'intent.filled'`
           expect(filled?.count).toBe(inputs.length)
+        }).pipe(Effect.scoped))
+    })
+
+    describe("an intent as the last batch wrote it, kept for the next", () => {
+      it.effect("the fill heard after its submission's answer was written is written with no read and no lock", () =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const { counts, recording } = yield* countedRecording
+          const { input, job, liveBroker, owner } = yield* oneClaimed
+          const [answered] = yield* recording.recordHeardMany([
+            { intentId: input.id, order: restingOrder(input.id), done: job, followUp: { syncAt: undefined } }
+          ])
+          const [heard] = yield* recording.recordHeardMany([
+            { intentId: input.id, order: filledOrder(input.id, [["a", 4], ["b", 6]]), via: liveBroker.id }
+          ])
+          expect(answered).toEqual(Exit.succeed(Option.some(expect.objectContaining({ status: "pending", changed: false }))))
+          expect(heard).toEqual(Exit.succeed(Option.some(expect.objectContaining({ status: "filled", changed: true, filled: 10 }))))
+          expect(counts).toEqual({ reads: 0, locks: 0 })
+          yield* filledBy4And6(owner, input.id)
+          expect(yield* eventTypes(input.id)).toEqual([{ type: "intent.created" }, { type: "intent.filled" }])
+          expect(yield* sql`SELECT 1 FROM routing_jobs WHERE intent_id = ${input.id}`).toEqual([])
+        }).pipe(Effect.scoped))
+
+      it.effect("the submission's answer that comes after its fill was heard ends its job with no lock, the fill kept", () =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const { counts, recording } = yield* countedRecording
+          const { input, job, liveBroker, owner } = yield* oneClaimed
+          const [heard] = yield* recording.recordHeardMany([
+            { intentId: input.id, order: filledOrder(input.id, [["a", 4], ["b", 6]]), via: liveBroker.id }
+          ])
+          const [answered] = yield* recording.recordHeardMany([
+            { intentId: input.id, order: restingOrder(input.id), done: job, followUp: { syncAt: undefined } }
+          ])
+          expect(heard).toEqual(Exit.succeed(Option.some(expect.objectContaining({ status: "filled", changed: true }))))
+          expect(answered).toEqual(Exit.succeed(Option.some(expect.objectContaining({ status: "filled", changed: false }))))
+          // The fill was read first (its intent was known to no batch); the answer needed neither.
+          expect(counts).toEqual({ reads: 1, locks: 0 })
+          yield* filledBy4And6(owner, input.id)
+          expect(yield* eventTypes(input.id)).toEqual([{ type: "intent.created" }, { type: "intent.filled" }])
+          expect(yield* sql`SELECT 1 FROM routing_jobs WHERE intent_id = ${input.id}`).toEqual([])
+        }).pipe(Effect.scoped))
+
+      it.effect("an intent another writer changed after it was kept is recorded on what that writer left", () =>
+        Effect.gen(function*() {
+          const routing = yield* RoutingRepository
+          const { counts, recording } = yield* countedRecording
+          const { input, job, liveBroker, owner } = yield* oneClaimed
+          yield* recording.recordHeardMany([
+            { intentId: input.id, order: restingOrder(input.id), done: job, followUp: { syncAt: undefined } }
+          ])
+          // Another instance records the partial fill after this one kept the intent as pending.
+          yield* routing.recordHeard(liveBroker.id, input.id, filledOrder(input.id, [["a", 4]], "partially_filled"))
+          const [heard] = yield* recording.recordHeardMany([
+            { intentId: input.id, order: filledOrder(input.id, [["a", 4], ["b", 6]]), via: liveBroker.id }
+          ])
+          // Decided on the kept intent, fill a would have counted twice; on the intent as it is, only b is new.
+          expect(heard).toEqual(Exit.succeed(Option.some(expect.objectContaining({
+            status: "filled",
+            filled: 10,
+            fills: [expect.objectContaining({ id: "b", quantity: 6 })]
+          }))))
+          expect(counts.locks).toBe(1)
+          yield* filledBy4And6(owner, input.id)
+          expect(yield* eventTypes(input.id)).toEqual([
+            { type: "intent.created" },
+            { type: "intent.partially_filled" },
+            { type: "intent.filled" }
+          ])
         }).pipe(Effect.scoped))
     })
 

@@ -56,6 +56,9 @@ const Written = Schema.Struct({
 })
 const decodeWritten = Schema.decodeUnknown(Schema.Array(Written))
 
+/** How many intents the recording remembers as it last wrote them (see `lastWritten`). */
+const KEPT = 1_000
+
 /** Where an intent stands after a transition: its status and fills. */
 const after = (state: Outbox.LockedState, transition: Transition): Outbox.LockedState => ({
   ...state,
@@ -232,6 +235,24 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
   const underLocks = (cause: Cause.Cause<unknown>) =>
     Effect.as(Effect.logWarning("could not record without locks; recording under locks", cause), undefined)
 
+  /**
+   * Where the last unlocked write left each open intent, or each made final by a word heard on a
+   * stream (at most `KEPT` of them, the oldest forgotten first), for the next batch's words about
+   * it: the fill heard after its submission's answer was written, or the answer that comes after
+   * the fill, is then written in one round trip, with no read first and no lock. The
+   * batches keep an intent's words in order (no two batches in flight hold words about one intent),
+   * so an intent kept is always as this instance last wrote it; should anyone else have written it
+   * since, its version no longer matches and the word is recorded under a lock.
+   */
+  const lastWritten = new Map<IntentId, Standing>()
+  const keep = (intentId: IntentId, standing: Standing) => {
+    if (lastWritten.size >= KEPT) {
+      const oldest = lastWritten.keys().next()
+      if (oldest.done !== true) lastWritten.delete(oldest.value)
+    }
+    lastWritten.set(intentId, standing)
+  }
+
   /** What one write of an unlocked recording carries for an intent (see `fold`). */
   interface Folded {
     /** Where the write was decided: the intent as read or claimed, or as the last write left it. */
@@ -376,9 +397,12 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
       // Where each intent stands for its next write; undefined once it is left to the lock.
       const known = new Map<IntentId, Standing | undefined>()
       for (const [intentId, words] of pending) {
+        const kept = lastWritten.get(intentId)
+        lastWritten.delete(intentId)
         const first = words[0]
-        const claimed = first === undefined ? undefined : claimedState(first[1])
-        if (claimed !== undefined) known.set(intentId, { state: claimed, assumed: claimed.status, version: null })
+        const claimed = kept !== undefined || first === undefined ? undefined : claimedState(first[1])
+        if (kept !== undefined) known.set(intentId, kept)
+        else if (claimed !== undefined) known.set(intentId, { state: claimed, assumed: claimed.status, version: null })
       }
       const read = yield* transitions.readStates([...pending.keys()].filter((intentId) => !known.has(intentId))).pipe(
         Effect.catchAllCause(underLocks)
@@ -405,12 +429,17 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
         const written = yield* writeUnlocked(folds, now).pipe(Effect.catchAllCause(underLocks))
         if (written === undefined) return answers
         for (const { plan: { intentId }, state, version, words } of written) {
+          lastWritten.delete(intentId)
           if (version === undefined) {
             known.set(intentId, undefined)
             continue
           }
           for (const [index, transition] of words) answers.set(index, Option.some(transition))
-          known.set(intentId, { state, assumed: null, version })
+          const standing = { state, assumed: null, version }
+          known.set(intentId, standing)
+          // A final intent is kept only when a stream's word made it so: the submission's answer
+          // may still be on its way, and finds it here.
+          if (!isFinal(state.status) || words.some(([index]) => recordings[index]?.via !== undefined)) keep(intentId, standing)
         }
       }
     }).pipe(Tracing.span("RoutingRepository.recordUnlocked", { attributes: { "batch.size": recordings.length } }))
@@ -471,7 +500,12 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
         return locked[next++] ?? Exit.die(new Error("a recording went unanswered"))
       })
     }).pipe(Tracing.span("RoutingRepository.recordBatch", { attributes: { "batch.size": recordings.length } }))
-  const recordBatched = yield* Batched.makeMany(recordBatch, { name: "routing_record", maxBatch: 100, concurrency: 2 })
+  const recordBatched = yield* Batched.makeMany(recordBatch, {
+    name: "routing_record",
+    maxBatch: 100,
+    concurrency: 2,
+    key: ({ intentId }) => intentId
+  })
 
   /** Recordings batched with those arriving meanwhile; inside a caller's transaction, in it (they cannot wait for a batch). */
   const recordHeardMany = (recordings: ReadonlyArray<Heard>) =>
