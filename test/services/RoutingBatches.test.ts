@@ -18,7 +18,7 @@ import * as Services from "../../src/Services.js"
 import { BrokerGateway, type BrokerOrder } from "../../src/services/brokers/BrokerGateway.js"
 import { MockMarket } from "../../src/services/brokers/mock/MockMarket.js"
 import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
-import { RoutingRepository } from "../../src/services/routing/RoutingRepository.js"
+import { type Job, RoutingRepository } from "../../src/services/routing/RoutingRepository.js"
 import * as SqlRoutingRepository from "../../src/services/routing/SqlRoutingRepository.js"
 import * as JobEnds from "../../src/services/routing/SqlJobEnds.js"
 import * as Recording from "../../src/services/routing/SqlRecording.js"
@@ -119,6 +119,21 @@ const countedRecording = Effect.gen(function*() {
   const recording = yield* Recording.make({ ...transitions, readStates, lockStates }, JobEnds.make(sql))
   return { recording, counts }
 })
+
+/** A submission's answer: the order open at the broker, nothing filled; its job ends with it. */
+const answerWord = (id: IntentId, job: Job) => ({ intentId: id, order: restingOrder(id), done: job, followUp: { syncAt: undefined } })
+
+/** The fill of the whole intent (4 then 6) as heard on the stream of `via`. */
+const fillWord = (id: IntentId, via: BrokerId) => ({ intentId: id, order: filledOrder(id, [["a", 4], ["b", 6]]), via })
+
+/** The intent filled by 4 and 6, with one event for the fill and no job left. */
+const filledOnce = (owner: Owner, id: IntentId) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* filledBy4And6(owner, id)
+    expect(yield* eventTypes(id)).toEqual([{ type: "intent.created" }, { type: "intent.filled" }])
+    expect(yield* sql`SELECT 1 FROM routing_jobs WHERE intent_id = ${id}`).toEqual([])
+  })
 
 /** The types of an intent's events, in order. */
 const eventTypes = (id: IntentId) =>
@@ -358,7 +373,6 @@ for (const [name, database] of backends) {
       it.effect("a submission's answer and the fill heard on the stream a moment later are written in one statement", () =>
         Effect.gen(function*() {
           const routing = yield* RoutingRepository
-          const sql = yield* SqlClient.SqlClient
           const { input, job, liveBroker, owner } = yield* oneClaimed
           const { batches, calls, result } = yield* batchesOf(
             "routing_record_unlocked",
@@ -372,13 +386,10 @@ for (const [name, database] of backends) {
           const [answered, heard] = result
           expect(answered).toMatchObject({ status: "pending", changed: false, filled: 0 })
           expect(heard).toEqual(Option.some(expect.objectContaining({ status: "filled", changed: true, filled: 10 })))
-          const intent = yield* filledBy4And6(owner, input.id)
-          expect(intent.orders).toEqual([expect.objectContaining({ broker_order_id: `alpaca-${input.id}`, status: "filled" })])
-          expect(yield* sql<{ type: string }>`SELECT type FROM events WHERE intent_id = ${input.id} ORDER BY seq`).toEqual([
-            { type: "intent.created" },
-            { type: "intent.filled" }
-          ])
-          expect(yield* sql`SELECT 1 FROM routing_jobs WHERE intent_id = ${input.id}`).toEqual([])
+          yield* filledOnce(owner, input.id)
+          const intents = yield* IntentRepository
+          expect((yield* Effect.flatten(intents.findById(owner, input.id))).orders)
+            .toEqual([expect.objectContaining({ broker_order_id: `alpaca-${input.id}`, status: "filled" })])
         }))
 
       it.effect("a word about another order of the intent is not folded into the write before it", () =>
@@ -424,41 +435,27 @@ for (const [name, database] of backends) {
     describe("an intent as the last batch wrote it, kept for the next", () => {
       it.effect("the fill heard after its submission's answer was written is written with no read and no lock", () =>
         Effect.gen(function*() {
-          const sql = yield* SqlClient.SqlClient
           const { counts, recording } = yield* countedRecording
           const { input, job, liveBroker, owner } = yield* oneClaimed
-          const [answered] = yield* recording.recordHeardMany([
-            { intentId: input.id, order: restingOrder(input.id), done: job, followUp: { syncAt: undefined } }
-          ])
-          const [heard] = yield* recording.recordHeardMany([
-            { intentId: input.id, order: filledOrder(input.id, [["a", 4], ["b", 6]]), via: liveBroker.id }
-          ])
+          const [answered] = yield* recording.recordHeardMany([answerWord(input.id, job)])
+          const [heard] = yield* recording.recordHeardMany([fillWord(input.id, liveBroker.id)])
           expect(answered).toEqual(Exit.succeed(Option.some(expect.objectContaining({ status: "pending", changed: false }))))
           expect(heard).toEqual(Exit.succeed(Option.some(expect.objectContaining({ status: "filled", changed: true, filled: 10 }))))
           expect(counts).toEqual({ reads: 0, locks: 0 })
-          yield* filledBy4And6(owner, input.id)
-          expect(yield* eventTypes(input.id)).toEqual([{ type: "intent.created" }, { type: "intent.filled" }])
-          expect(yield* sql`SELECT 1 FROM routing_jobs WHERE intent_id = ${input.id}`).toEqual([])
+          yield* filledOnce(owner, input.id)
         }).pipe(Effect.scoped))
 
       it.effect("the submission's answer that comes after its fill was heard ends its job with no lock, the fill kept", () =>
         Effect.gen(function*() {
-          const sql = yield* SqlClient.SqlClient
           const { counts, recording } = yield* countedRecording
           const { input, job, liveBroker, owner } = yield* oneClaimed
-          const [heard] = yield* recording.recordHeardMany([
-            { intentId: input.id, order: filledOrder(input.id, [["a", 4], ["b", 6]]), via: liveBroker.id }
-          ])
-          const [answered] = yield* recording.recordHeardMany([
-            { intentId: input.id, order: restingOrder(input.id), done: job, followUp: { syncAt: undefined } }
-          ])
+          const [heard] = yield* recording.recordHeardMany([fillWord(input.id, liveBroker.id)])
+          const [answered] = yield* recording.recordHeardMany([answerWord(input.id, job)])
           expect(heard).toEqual(Exit.succeed(Option.some(expect.objectContaining({ status: "filled", changed: true }))))
           expect(answered).toEqual(Exit.succeed(Option.some(expect.objectContaining({ status: "filled", changed: false }))))
           // The fill was read first (its intent was known to no batch); the answer needed neither.
           expect(counts).toEqual({ reads: 1, locks: 0 })
-          yield* filledBy4And6(owner, input.id)
-          expect(yield* eventTypes(input.id)).toEqual([{ type: "intent.created" }, { type: "intent.filled" }])
-          expect(yield* sql`SELECT 1 FROM routing_jobs WHERE intent_id = ${input.id}`).toEqual([])
+          yield* filledOnce(owner, input.id)
         }).pipe(Effect.scoped))
 
       it.effect("an intent another writer changed after it was kept is recorded on what that writer left", () =>
@@ -466,14 +463,10 @@ for (const [name, database] of backends) {
           const routing = yield* RoutingRepository
           const { counts, recording } = yield* countedRecording
           const { input, job, liveBroker, owner } = yield* oneClaimed
-          yield* recording.recordHeardMany([
-            { intentId: input.id, order: restingOrder(input.id), done: job, followUp: { syncAt: undefined } }
-          ])
+          yield* recording.recordHeardMany([answerWord(input.id, job)])
           // Another instance records the partial fill after this one kept the intent as pending.
           yield* routing.recordHeard(liveBroker.id, input.id, filledOrder(input.id, [["a", 4]], "partially_filled"))
-          const [heard] = yield* recording.recordHeardMany([
-            { intentId: input.id, order: filledOrder(input.id, [["a", 4], ["b", 6]]), via: liveBroker.id }
-          ])
+          const [heard] = yield* recording.recordHeardMany([fillWord(input.id, liveBroker.id)])
           // Decided on the kept intent, fill a would have counted twice; on the intent as it is, only b is new.
           expect(heard).toEqual(Exit.succeed(Option.some(expect.objectContaining({
             status: "filled",
