@@ -112,7 +112,10 @@ describe("Batched", () => {
 
   it.scoped("with a key, an input whose key is in a batch in flight waits for it to end, and inputs of other keys go ahead", () =>
     Effect.gen(function*() {
-      const releases = [yield* Deferred.make<void>(), yield* Deferred.make<void>(), yield* Deferred.make<void>()]
+      const first = yield* Deferred.make<void>()
+      const second = yield* Deferred.make<void>()
+      const third = yield* Deferred.make<void>()
+      const releases = [first, second, third]
       const started = yield* Queue.unbounded<void>()
       const batches: Array<ReadonlyArray<string>> = []
       const call = yield* Batched.make(
@@ -126,19 +129,19 @@ describe("Batched", () => {
           }),
         { name: "test_keyed", maxBatch: 10, concurrency: 2, key: (input) => input.slice(0, 1) }
       )
-      const first = yield* Effect.fork(call("a1"))
+      const a1 = yield* Effect.fork(call("a1"))
       yield* Queue.take(started)
       // a2 waits for a1's batch though a slot is free; b1 takes that slot.
       const a2 = yield* Effect.fork(call("a2"))
       const b1 = yield* Effect.fork(call("b1"))
       yield* Queue.take(started)
       expect(batches).toEqual([["a1"], ["b1"]])
-      yield* Deferred.succeed(releases[0]!, undefined)
-      expect(yield* Fiber.join(first)).toBe("a1")
+      yield* Deferred.succeed(first, undefined)
+      expect(yield* Fiber.join(a1)).toBe("a1")
       yield* Queue.take(started)
       expect(batches).toEqual([["a1"], ["b1"], ["a2"]])
-      yield* Deferred.succeed(releases[1]!, undefined)
-      yield* Deferred.succeed(releases[2]!, undefined)
+      yield* Deferred.succeed(second, undefined)
+      yield* Deferred.succeed(third, undefined)
       expect([yield* Fiber.join(a2), yield* Fiber.join(b1)]).toEqual(["a2", "b1"])
     }))
 

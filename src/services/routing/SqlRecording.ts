@@ -270,10 +270,11 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
   /**
    * The next words about one intent (in the order they arrived) planned as one write, each on where
    * the word before left the intent: a submission's answer and the fill heard on the stream a moment
-   * later are one statement, not two. A word ends the write when it changes the intent's status (a
-   * write carries one transition and its event) or when it is about another order; the words after
-   * it go to the next write. A word heard on a stream about an intent found final or routed elsewhere
-   * is `skipped` (answered with none). `used` counts the words taken, written or skipped.
+   * later are one statement, not two. A word that changes the intent's status is the write's last
+   * (a write carries one transition and its event), and a word about another order than the write's
+   * starts the next write; the words left go to the next statement. A word heard on a stream about
+   * an intent found final or routed elsewhere is `skipped` (answered with none). `used` counts the
+   * words taken, written or skipped.
    */
   const fold = (words: ReadonlyArray<readonly [number, Heard]>, standing: Standing, now: DateTime.Utc) =>
     Effect.gen(function*() {
