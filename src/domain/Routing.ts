@@ -142,6 +142,17 @@ export const applyLocalCancel = withoutOrder("canceled")
 /** The broker refused the order and holds none: `rejected` with the broker's reason. */
 export const applyRejection = withoutOrder("rejected")
 
+/** The statuses an order at a broker never leaves. */
+export const finalOrderStatuses: ReadonlySet<OrderStatus> = new Set(["filled", "canceled", "expired", "rejected"])
+
+/**
+ * What an order's status becomes on a later word about it: words may arrive out of order (a stream
+ * event before the submission's answer), so a final status stays, and a partial fill is never
+ * undone by `new`.
+ */
+export const nextOrderStatus = (current: OrderStatus, incoming: OrderStatus): OrderStatus =>
+  finalOrderStatuses.has(current) || (current === "partially_filled" && incoming === "new") ? current : incoming
+
 /** The webhook event type of a status an intent has just entered. */
 export const eventType = (status: IntentStatus) => `intent.${status === "pending" ? "created" : status}` as const
 

@@ -7,6 +7,7 @@ import {
   applyOrderUpdate,
   isFinal,
   isLegal,
+  nextOrderStatus,
   type OrderUpdate,
   type RoutingState
 } from "../../src/domain/Routing.js"
@@ -87,5 +88,18 @@ describe("the transition function", () => {
     })
     expect(next.fills).toEqual([{ id: "b", quantity: 4, price: 100 }])
     expect(next.status).toBe("filled")
+  })
+})
+
+describe("an order's status on a later word", () => {
+  it("never goes back: a final status stays, a partial fill is not undone by new, anything else follows the word", () => {
+    for (const final of ["filled", "canceled", "expired", "rejected"] as const) {
+      for (const incoming of orderStatuses) expect(nextOrderStatus(final, incoming)).toBe(final)
+    }
+    expect(nextOrderStatus("partially_filled", "new")).toBe("partially_filled")
+    expect(nextOrderStatus("partially_filled", "filled")).toBe("filled")
+    expect(nextOrderStatus("new", "partially_filled")).toBe("partially_filled")
+    expect(nextOrderStatus("new", "canceled")).toBe("canceled")
+    expect(nextOrderStatus("new", "new")).toBe("new")
   })
 })

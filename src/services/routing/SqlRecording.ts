@@ -8,8 +8,15 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { type BrokerId, IntentId, OrderId } from "../../domain/Ids.js"
-import type { OrderStatus } from "../../domain/Intent.js"
-import { applyOrderUpdate, eventType, heardReason, isFinal, type Transition } from "../../domain/Routing.js"
+import {
+  applyOrderUpdate,
+  eventType,
+  finalOrderStatuses,
+  heardReason,
+  isFinal,
+  nextOrderStatus,
+  type Transition
+} from "../../domain/Routing.js"
 import { eventIdFrom, IdGenerator } from "../IdGenerator.js"
 import * as Batched from "../../sql/Batched.js"
 import { orDie } from "../../sql/Defects.js"
@@ -66,19 +73,11 @@ const after = (state: Outbox.LockedState, transition: Transition): Outbox.Locked
   fills: [...state.fills, ...transition.fills.map(({ id, quantity }) => ({ id, quantity }))]
 })
 
-/**
- * An order's status never goes back: words about it may arrive out of order (a stream event before
- * the submission's answer), so a final status stays, and a partial fill is never undone by `new`.
- */
+/** {@link nextOrderStatus} in SQL, for an order row written again: its status never goes back. */
 const NEXT_STATUS = `CASE
-  WHEN orders.status IN ('filled', 'canceled', 'expired', 'rejected') THEN orders.status
+  WHEN orders.status IN (${[...finalOrderStatuses].map((status) => `'${status}'`).join(", ")}) THEN orders.status
   WHEN orders.status = 'partially_filled' AND EXCLUDED.status = 'new' THEN orders.status
   ELSE EXCLUDED.status END`
-
-/** {@link NEXT_STATUS} for two words about an order written as one: what the later leaves. */
-const nextOrderStatus = (current: OrderStatus, incoming: OrderStatus): OrderStatus =>
-  FINAL_ORDER_STATUSES.has(current) || (current === "partially_filled" && incoming === "new") ? current : incoming
-const FINAL_ORDER_STATUSES: ReadonlySet<OrderStatus> = new Set(["filled", "canceled", "expired", "rejected"])
 
 /**
  * How routing records the broker's word about orders (a submission's answer, a cancel's, a sync's,
@@ -391,19 +390,21 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
     Effect.gen(function*() {
       const answers = new Map<number, Option.Option<Transition>>()
       // Each intent's words still to write, in the order they arrived, by their indexes in the batch.
-      const pending = new Map<IntentId, ReadonlyArray<readonly [number, Heard]>>()
+      const pending = new Map<IntentId, Array<readonly [number, Heard]>>()
       recordings.forEach((recording, index) => {
-        pending.set(recording.intentId, [...(pending.get(recording.intentId) ?? []), [index, recording]])
+        const words = pending.get(recording.intentId)
+        if (words === undefined) pending.set(recording.intentId, [[index, recording]])
+        else words.push([index, recording])
       })
-      // Where each intent stands for its next write; undefined once it is left to the lock.
+      // Where each intent stands for its next write (kept from the last batch, or as its job's
+      // claim read it); undefined once it is left to the lock.
       const known = new Map<IntentId, Standing | undefined>()
       for (const [intentId, words] of pending) {
         const kept = lastWritten.get(intentId)
         lastWritten.delete(intentId)
-        const first = words[0]
-        const claimed = kept !== undefined || first === undefined ? undefined : claimedState(first[1])
-        if (kept !== undefined) known.set(intentId, kept)
-        else if (claimed !== undefined) known.set(intentId, { state: claimed, assumed: claimed.status, version: null })
+        const claimed = kept === undefined && words[0] !== undefined ? claimedState(words[0][1]) : undefined
+        const standing = kept ?? (claimed === undefined ? undefined : { state: claimed, assumed: claimed.status, version: null })
+        if (standing !== undefined) known.set(intentId, standing)
       }
       const read = yield* transitions.readStates([...pending.keys()].filter((intentId) => !known.has(intentId))).pipe(
         Effect.catchAllCause(underLocks)
