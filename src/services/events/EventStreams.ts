@@ -23,8 +23,15 @@ export class StreamHeartbeat extends Context.Reference<StreamHeartbeat>()("Strea
 /** Event streams one API key may hold open at once on an instance. */
 export const MAX_STREAMS_PER_KEY = 5
 
-/** The longest a stream waits before reading again while committed events after its cursor are held back. */
-const HELD_RETRY = Duration.millis(20)
+/**
+ * How long a stream waits before reading again while committed events after its cursor are held
+ * back, by how many reads in a row found them so: 2 ms, doubling up to 20 ms. A hold usually ends
+ * within a few milliseconds (the older transaction is a batch about to commit), and the commit that
+ * ends it wakes only the streams of the users it wrote for; a hold that lasts (a long transaction
+ * elsewhere in the database) is read again every 20 ms at most.
+ */
+export const heldRetry = (reads: number): Duration.Duration =>
+  Duration.millis(Math.min(2 * 2 ** Math.max(0, reads - 1), 20))
 
 /** One event as a Server-Sent Event: its cursor as `id`, the envelope (one line of JSON) as `data`. */
 const frame = (json: string, cursor: EventCursor) => `id: ${formatCursor(cursor)}\ndata: ${json}\n\n`
@@ -102,6 +109,8 @@ export class EventStreams extends Effect.Service<EventStreams>()("EventStreams",
         // What the stream does next: read the feed (at first, after a wake-up, while more is listable),
         // wait for a wake-up or the heartbeat, or read again shortly (events held back).
         let next: "read" | "wait" | "retry" = "read"
+        // Reads in a row that found events held back.
+        let held = 0
         const step = Effect.gen(function*() {
           switch (next) {
             case "read": {
@@ -109,6 +118,7 @@ export class EventStreams extends Effect.Service<EventStreams>()("EventStreams",
               yield* Queue.takeAll(woken)
               const tail = yield* repository.tail(owner, cursor)
               cursor = tail.nextCursor
+              held = tail.held ? held + 1 : 0
               next = tail.hasMore ? "read" : tail.held ? "retry" : "wait"
               return Chunk.fromIterable(tail.items.map((item) => frame(item.json, item.cursor)))
             }
@@ -116,7 +126,7 @@ export class EventStreams extends Effect.Service<EventStreams>()("EventStreams",
               // Committed events after the cursor are held back behind an older transaction in
               // flight. They are listable once it ends, and its commit wakes only the streams of the
               // users it wrote for: read again on the next wake-up or shortly, whichever comes first.
-              yield* Effect.timeout(Queue.take(woken), HELD_RETRY).pipe(Effect.ignore)
+              yield* Effect.timeout(Queue.take(woken), heldRetry(held)).pipe(Effect.ignore)
               next = "read"
               return Chunk.empty<string>()
             }
