@@ -1,8 +1,10 @@
 import { describe, expect, layer } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as DateTime from "effect/DateTime"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
@@ -246,3 +248,46 @@ for (const [name, database] of backends) {
     })
   })
 }
+
+// A row held by another transaction while leases are renewed: only PostgreSQL runs transactions side by side.
+layer(Services.ports(TestServer.options).pipe(Layer.provideMerge(Postgres.layerFresh)), { timeout: 60_000, excludeTestServices: true })(
+  "routing leases on PostgreSQL, beside a transaction in flight",
+  (it) => {
+    it.scoped("renewing leases skips a job whose row another transaction holds and renews the others, without waiting", () =>
+      Effect.gen(function*() {
+        const routing = yield* RoutingRepository
+        const sql = yield* SqlClient.SqlClient
+        const received = yield* taking("30 seconds")
+        const { testBroker, user } = yield* seedUser
+        const owner: Owner = { userId: user.id, mode: "test" }
+        const held = newIntent(owner, testBroker.id)
+        const free = newIntent(owner, testBroker.id)
+        yield* createMock(held)
+        yield* createMock(free)
+        expect(received.map((job) => job.intentId).sort()).toEqual([held.id, free.id].sort())
+        // Another transaction holds one job's row (as a recording ending it does) until released.
+        const started = yield* Deferred.make<void>()
+        const release = yield* Deferred.make<void>()
+        const holder = yield* Effect.fork(
+          sql.withTransaction(Effect.gen(function*() {
+            yield* sql`SELECT 1 FROM routing_jobs WHERE intent_id = ${held.id} FOR UPDATE`
+            yield* Deferred.succeed(started, undefined)
+            yield* Deferred.await(release)
+          })).pipe(Effect.orDie)
+        )
+        yield* Deferred.await(started)
+        // Waiting for the held row would outlast the timeout: the holder lets go only afterwards.
+        yield* routing.extend(received, Duration.hours(1)).pipe(Effect.timeoutFail({
+          duration: "10 seconds",
+          onTimeout: () => new Error("renewing the leases waited for the held row")
+        }))
+        yield* Deferred.succeed(release, undefined)
+        yield* Fiber.join(holder)
+        const [freeJob] = yield* jobRow(free.id)
+        const [heldJob] = yield* jobRow(held.id)
+        expect(freeJob?.lease_ms).toBeGreaterThan(Duration.toMillis(Duration.minutes(59)))
+        expect(heldJob?.claimed).toBe(true)
+        expect(heldJob?.lease_ms).toBeLessThan(Duration.toMillis(Duration.minutes(1)))
+      }))
+  }
+)

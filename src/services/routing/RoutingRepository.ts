@@ -80,7 +80,10 @@ export class RoutingRepository extends Context.Tag("RoutingRepository")<RoutingR
   readonly claim: (limit: number, lease: Duration.Duration) => Effect.Effect<ReadonlyArray<Job>>
   /** When the earliest job not held by a live worker is due: how long a worker may sleep. */
   readonly nextDue: Effect.Effect<Option.Option<DateTime.Utc>>
-  /** Extends the lease of jobs still in flight, so that only a dead worker's jobs are claimed again. */
+  /**
+   * Extends the lease of jobs still in flight, so that only a dead worker's jobs are claimed again.
+   * A job whose row another transaction holds at that moment is skipped, not waited for.
+   */
   readonly extend: (jobs: ReadonlyArray<Job>, lease: Duration.Duration) => Effect.Effect<void>
   /**
    * Records the broker's word about the order: the order, new fills, the transition and its event;

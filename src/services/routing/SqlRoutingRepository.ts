@@ -122,11 +122,23 @@ export const make = Effect.gen(function*() {
     execute: () => sql`SELECT min(GREATEST(run_at, COALESCE(locked_until, run_at))) AS due FROM routing_jobs`
   })
 
+  /**
+   * Renews the leases of the jobs still claimed, skipping any whose row another transaction holds
+   * (a recording ending the job, say): should the job still be claimed afterwards, the worker's next
+   * renewal, well before the lease runs out, takes it. Waiting for such a row instead could
+   * deadlock: a recording writes the rows of many jobs in one order and this statement in another
+   * (seen under load: both stalled for PostgreSQL's `deadlock_timeout`, a second by default).
+   */
   const extendLeases = SqlSchema.void({
     Request: Schema.Struct({ until: Timestamp, jobs: Schema.NonEmptyArray(JobEnds.JobClaim) }),
     execute: ({ jobs, until }) =>
-      sql`UPDATE routing_jobs SET locked_until = ${until}
-          WHERE ${sql.or(jobs.map((job) => sql`(intent_id = ${job.intent_id} AND kind = ${job.kind} AND claims = ${job.claims} AND locked_until IS NOT NULL)`))}`
+      sql`UPDATE routing_jobs j SET locked_until = ${until}
+          FROM (
+            SELECT intent_id, kind FROM routing_jobs
+            WHERE ${sql.or(jobs.map((job) => sql`(intent_id = ${job.intent_id} AND kind = ${job.kind} AND claims = ${job.claims} AND locked_until IS NOT NULL)`))}
+            FOR UPDATE SKIP LOCKED
+          ) free
+          WHERE j.intent_id = free.intent_id AND j.kind = free.kind`
   })
 
   const upsertStream = SqlSchema.findAll({
