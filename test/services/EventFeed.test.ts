@@ -1,10 +1,8 @@
 import { expect, layer } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as DateTime from "effect/DateTime"
-import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import { EVENT_RETENTION, type EventCursor, FEED_START, TAIL_PAGE } from "../../src/domain/Event.js"
@@ -17,6 +15,7 @@ import { batchesOf } from "../support/Batches.js"
 import { eventId, newIntent, seedUser } from "../support/Fixtures.js"
 import * as Postgres from "../support/Postgres.js"
 import * as TestServer from "../support/TestServer.js"
+import { heldOpen } from "../support/Transactions.js"
 
 const backends = [
   ["PGlite", Database.migrated(Database.pglite(undefined))],
@@ -124,23 +123,13 @@ layer(Services.ports(TestServer.options).pipe(Layer.provideMerge(Postgres.layerF
         const cursor = yield* events.head(owner)
         // An older transaction, its id taken, left open: it writes nothing for this user, so its
         // commit wakes none of this user's readers.
-        const started = yield* Deferred.make<void>()
-        const release = yield* Deferred.make<void>()
-        const older = yield* Effect.fork(
-          sql.withTransaction(Effect.gen(function*() {
-            yield* sql`SELECT pg_current_xact_id()`
-            yield* Deferred.succeed(started, undefined)
-            yield* Deferred.await(release)
-          })).pipe(Effect.orDie)
-        )
-        yield* Deferred.await(started)
+        const endOlder = yield* heldOpen(sql`SELECT pg_current_xact_id()`)
         yield* createIntent(owner, testBroker.id)
         const held = yield* events.tail(owner, cursor)
         expect(held).toMatchObject({ items: [], nextCursor: cursor, held: true })
         const page = yield* events.page(owner, { after: cursor, limit: 10, since: yield* retained })
         expect(page.items).toEqual([])
-        yield* Deferred.succeed(release, undefined)
-        yield* Fiber.join(older)
+        yield* endOlder
         // Listable now, or soon (other tests' transactions).
         const tail = yield* tailOnceListed(owner, cursor)
         expect(tail.items).toHaveLength(1)

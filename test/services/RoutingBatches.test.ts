@@ -4,7 +4,6 @@ import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Cause from "effect/Cause"
 import type * as Context from "effect/Context"
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -29,6 +28,7 @@ import { batchesOf } from "../support/Batches.js"
 import { eventId, marketSpec, newIntent, seedUser, uuid } from "../support/Fixtures.js"
 import * as Postgres from "../support/Postgres.js"
 import * as TestServer from "../support/TestServer.js"
+import { heldOpen } from "../support/Transactions.js"
 
 const backends = [
   ["PGlite", Database.migrated(Database.pglite(undefined))],
@@ -550,16 +550,7 @@ layer(Services.ports(TestServer.options).pipe(Layer.provideMerge(Postgres.layerF
         const routing = yield* RoutingRepository
         const sql = yield* SqlClient.SqlClient
         const { input, job } = yield* oneClaimed
-        const started = yield* Deferred.make<void>()
-        const release = yield* Deferred.make<void>()
-        const holder = yield* Effect.fork(
-          sql.withTransaction(Effect.gen(function*() {
-            yield* sql`SELECT 1 FROM intents WHERE id = ${input.id} FOR UPDATE`
-            yield* Deferred.succeed(started, undefined)
-            yield* Deferred.await(release)
-          })).pipe(Effect.orDie)
-        )
-        yield* Deferred.await(started)
+        const release = yield* heldOpen(sql`SELECT 1 FROM intents WHERE id = ${input.id} FOR UPDATE`)
         const recording = yield* Effect.fork(batchesOf(
           "routing_record_unlocked",
           routing.record(input.id, filledOrder(input.id, [["a", 10]]), job, { syncAt: undefined })
@@ -573,8 +564,7 @@ layer(Services.ports(TestServer.options).pipe(Layer.provideMerge(Postgres.layerF
           Effect.timeout("10 seconds")
         )
         expect(Option.isNone(yield* Fiber.poll(recording))).toBe(true)
-        yield* Deferred.succeed(release, undefined)
-        yield* Fiber.join(holder)
+        yield* release
         const { calls, result } = yield* Fiber.join(recording)
         expect(calls).toBe(0)
         expect(result).toMatchObject({ status: "filled", filled: 10, changed: true })

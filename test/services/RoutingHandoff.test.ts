@@ -1,10 +1,8 @@
 import { describe, expect, layer } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as DateTime from "effect/DateTime"
-import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
@@ -21,6 +19,7 @@ import * as RoutingWorker from "../../src/workers/RoutingWorker.js"
 import { eventId, marketSpec, newIntent, seedUser } from "../support/Fixtures.js"
 import * as Postgres from "../support/Postgres.js"
 import * as TestServer from "../support/TestServer.js"
+import { heldOpen } from "../support/Transactions.js"
 
 const backends = [
   ["PGlite", Database.migrated(Database.pglite(undefined))],
@@ -266,23 +265,13 @@ layer(Services.ports(TestServer.options).pipe(Layer.provideMerge(Postgres.layerF
         yield* createMock(free)
         expect(received.map((job) => job.intentId).sort()).toEqual([held.id, free.id].sort())
         // Another transaction holds one job's row (as a recording ending it does) until released.
-        const started = yield* Deferred.make<void>()
-        const release = yield* Deferred.make<void>()
-        const holder = yield* Effect.fork(
-          sql.withTransaction(Effect.gen(function*() {
-            yield* sql`SELECT 1 FROM routing_jobs WHERE intent_id = ${held.id} FOR UPDATE`
-            yield* Deferred.succeed(started, undefined)
-            yield* Deferred.await(release)
-          })).pipe(Effect.orDie)
-        )
-        yield* Deferred.await(started)
+        const release = yield* heldOpen(sql`SELECT 1 FROM routing_jobs WHERE intent_id = ${held.id} FOR UPDATE`)
         // Waiting for the held row would outlast the timeout: the holder lets go only afterwards.
         yield* routing.extend(received, Duration.hours(1)).pipe(Effect.timeoutFail({
           duration: "10 seconds",
           onTimeout: () => new Error("renewing the leases waited for the held row")
         }))
-        yield* Deferred.succeed(release, undefined)
-        yield* Fiber.join(holder)
+        yield* release
         const [freeJob] = yield* jobRow(free.id)
         const [heldJob] = yield* jobRow(held.id)
         expect(freeJob?.lease_ms).toBeGreaterThan(Duration.toMillis(Duration.minutes(59)))

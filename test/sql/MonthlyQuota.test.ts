@@ -1,6 +1,5 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { expect, layer } from "@effect/vitest"
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
@@ -10,6 +9,7 @@ import { IntentRepository } from "../../src/services/intents/IntentRepository.js
 import * as Database from "../../src/sql/Database.js"
 import { liveCreator } from "../support/Fixtures.js"
 import * as Postgres from "../support/Postgres.js"
+import { heldOpen } from "../support/Transactions.js"
 
 const repositories = Layer.mergeAll(IntentRepository.layerSql(), AccountRepository.layerSql)
 
@@ -54,14 +54,7 @@ layer(repositories.pipe(Layer.provideMerge(Postgres.layerFresh)), { timeout: 60_
         yield* create("a")
         yield* create("b")
         // Another batch counts the user's last intent, and holds the count until it commits.
-        const counted = yield* Deferred.make<void>()
-        const commit = yield* Deferred.make<void>()
-        const other = yield* Effect.fork(sql.withTransaction(Effect.gen(function*() {
-          yield* sql`UPDATE intent_usage SET count = count + 1 WHERE user_id = ${user.id}`
-          yield* Deferred.succeed(counted, undefined)
-          yield* Deferred.await(commit)
-        })))
-        yield* Deferred.await(counted)
+        const commit = yield* heldOpen(sql`UPDATE intent_usage SET count = count + 1 WHERE user_id = ${user.id}`)
         // This creation's statement sees the count before that batch's, finds room, and waits for the count's lock.
         const creation = yield* Effect.fork(Effect.flip(create("c")))
         yield* sql<{ n: number }>`
@@ -70,8 +63,7 @@ layer(repositories.pipe(Layer.provideMerge(Postgres.layerFresh)), { timeout: 60_
           Effect.repeat({ schedule: Schedule.spaced("10 millis"), until: ([row]) => row?.n === 1 }),
           Effect.timeout("10 seconds")
         )
-        yield* Deferred.succeed(commit, undefined)
-        yield* Fiber.join(other)
+        yield* commit
         expect(yield* Fiber.join(creation)).toMatchObject({ _tag: "QuotaExceeded", retry_after: 60 })
         expect(yield* written).toBe(2)
         expect(yield* usageOf(user.id)).toEqual([{ count: 3, monthly_limit: 3 }])

@@ -1,0 +1,25 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+
+/**
+ * Runs `statements` in a transaction left open on a pooled connection of its own (another session,
+ * as another instance's transaction or a recording in flight would be): once they have run, the
+ * transaction stays open, holding its locks and its transaction id, until the returned effect ends
+ * it. Only PostgreSQL runs such a transaction beside others.
+ */
+export const heldOpen = <A, E, R>(statements: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const started = yield* Deferred.make<void>()
+    const release = yield* Deferred.make<void>()
+    const holder = yield* Effect.fork(
+      sql.withTransaction(statements.pipe(
+        Effect.zipRight(Deferred.succeed(started, undefined)),
+        Effect.zipRight(Deferred.await(release))
+      )).pipe(Effect.orDie)
+    )
+    yield* Deferred.await(started)
+    return Deferred.succeed(release, undefined).pipe(Effect.zipRight(Fiber.join(holder)), Effect.asVoid)
+  })
