@@ -7,12 +7,12 @@ import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import { FEED_START } from "../../src/domain/Event.js"
-import type { Owner, UserId } from "../../src/domain/Ids.js"
+import { type Owner, UserId } from "../../src/domain/Ids.js"
 import type { FeedTail } from "../../src/services/events/EventRepository.js"
 import { EventRepository } from "../../src/services/events/EventRepository.js"
 import { EventStreams, heldRetry } from "../../src/services/events/EventStreams.js"
 
-const owner: Owner = { userId: "00000000-0000-7000-8000-000000000001" as UserId, mode: "test" }
+const owner: Owner = { userId: UserId.make("00000000-0000-7000-8000-000000000001"), mode: "test" }
 
 const held: FeedTail = { items: [], nextCursor: FEED_START, hasMore: false, held: true }
 const listed: FeedTail = {
