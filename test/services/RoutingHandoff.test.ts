@@ -137,6 +137,26 @@ for (const [name, database] of backends) {
           const again = (yield* routing.claim(1000, Duration.seconds(30))).filter((job) => job.intentId === input.id)
           expect(again.map((job) => job.claims)).toEqual([2])
         }))
+
+      it.scoped("renewing leases extends the claimed jobs' leases; a job claimed again since is left to its new holder", () =>
+        Effect.gen(function*() {
+          const routing = yield* RoutingRepository
+          const received = yield* taking("30 seconds")
+          const { testBroker, user } = yield* seedUser
+          const owner: Owner = { userId: user.id, mode: "test" }
+          const kept = newIntent(owner, testBroker.id)
+          const taken = newIntent(owner, testBroker.id)
+          yield* createMock(kept)
+          yield* createMock(taken)
+          // Another worker's claim of one of them since (its lease run out): a later claim number.
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`UPDATE routing_jobs SET claims = claims + 1 WHERE intent_id = ${taken.id}`
+          yield* routing.extend(received, Duration.hours(1))
+          const [keptJob] = yield* jobRow(kept.id)
+          const [takenJob] = yield* jobRow(taken.id)
+          expect(keptJob?.lease_ms).toBeGreaterThan(Duration.toMillis(Duration.minutes(59)))
+          expect(takenJob?.lease_ms).toBeLessThan(Duration.toMillis(Duration.minutes(1)))
+        }))
     })
 
     describe("through the routing worker", () => {
