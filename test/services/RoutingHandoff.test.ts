@@ -53,6 +53,19 @@ const taking = (lease: Duration.DurationInput) =>
     return received
   })
 
+/** Two mock intents of a new user, created while this instance takes their submissions for 30 s: the jobs it received. */
+const twoHanded = Effect.gen(function*() {
+  const received = yield* taking("30 seconds")
+  const { testBroker, user } = yield* seedUser
+  const owner: Owner = { userId: user.id, mode: "test" }
+  const first = newIntent(owner, testBroker.id)
+  const second = newIntent(owner, testBroker.id)
+  yield* createMock(first)
+  yield* createMock(second)
+  expect(received.map((job) => job.intentId).sort()).toEqual([first.id, second.id].sort())
+  return { received, first, second }
+})
+
 for (const [name, database] of backends) {
   const ports = Services.ports(TestServer.options).pipe(Layer.provideMerge(database))
 
@@ -141,15 +154,9 @@ for (const [name, database] of backends) {
       it.scoped("renewing leases extends the claimed jobs' leases; a job claimed again since is left to its new holder", () =>
         Effect.gen(function*() {
           const routing = yield* RoutingRepository
-          const received = yield* taking("30 seconds")
-          const { testBroker, user } = yield* seedUser
-          const owner: Owner = { userId: user.id, mode: "test" }
-          const kept = newIntent(owner, testBroker.id)
-          const taken = newIntent(owner, testBroker.id)
-          yield* createMock(kept)
-          yield* createMock(taken)
-          // Another worker's claim of one of them since (its lease run out): a later claim number.
           const sql = yield* SqlClient.SqlClient
+          const { first: kept, received, second: taken } = yield* twoHanded
+          // Another worker's claim of one of them since (its lease run out): a later claim number.
           yield* sql`UPDATE routing_jobs SET claims = claims + 1 WHERE intent_id = ${taken.id}`
           yield* routing.extend(received, Duration.hours(1))
           const [keptJob] = yield* jobRow(kept.id)
@@ -276,14 +283,7 @@ layer(Services.ports(TestServer.options).pipe(Layer.provideMerge(Postgres.layerF
       Effect.gen(function*() {
         const routing = yield* RoutingRepository
         const sql = yield* SqlClient.SqlClient
-        const received = yield* taking("30 seconds")
-        const { testBroker, user } = yield* seedUser
-        const owner: Owner = { userId: user.id, mode: "test" }
-        const held = newIntent(owner, testBroker.id)
-        const free = newIntent(owner, testBroker.id)
-        yield* createMock(held)
-        yield* createMock(free)
-        expect(received.map((job) => job.intentId).sort()).toEqual([held.id, free.id].sort())
+        const { first: held, received, second: free } = yield* twoHanded
         // Another transaction holds one job's row (as a recording ending it does) until released.
         const release = yield* heldOpen(sql`SELECT 1 FROM routing_jobs WHERE intent_id = ${held.id} FOR UPDATE`)
         // Waiting for the held row would outlast the timeout: the holder lets go only afterwards.
