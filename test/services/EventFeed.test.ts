@@ -15,7 +15,7 @@ import { batchesOf } from "../support/Batches.js"
 import { eventId, newIntent, seedUser } from "../support/Fixtures.js"
 import * as Postgres from "../support/Postgres.js"
 import * as TestServer from "../support/TestServer.js"
-import { heldOpen } from "../support/Transactions.js"
+import { besideOthers, heldOpen } from "../support/Transactions.js"
 
 const backends = [
   ["PGlite", Database.migrated(Database.pglite(undefined))],
@@ -111,7 +111,7 @@ for (const [name, database] of backends) {
   })
 }
 
-layer(Services.ports(TestServer.options).pipe(Layer.provideMerge(Postgres.layerFresh)), { timeout: 60_000, excludeTestServices: true })(
+besideOthers(
   "the event feed on PostgreSQL, behind a transaction in flight",
   (it) => {
     it.effect("an event held back behind an older transaction is not listed but held, and listed once that one commits", () =>

@@ -28,7 +28,7 @@ import { batchesOf } from "../support/Batches.js"
 import { eventId, marketSpec, newIntent, seedUser, uuid } from "../support/Fixtures.js"
 import * as Postgres from "../support/Postgres.js"
 import * as TestServer from "../support/TestServer.js"
-import { heldOpen } from "../support/Transactions.js"
+import { besideOthers, heldOpen } from "../support/Transactions.js"
 
 const backends = [
   ["PGlite", Database.migrated(Database.pglite(undefined))],
@@ -542,7 +542,7 @@ for (const [name, database] of backends) {
   })
 }
 
-layer(Services.ports(TestServer.options).pipe(Layer.provideMerge(Postgres.layerFresh)), { timeout: 60_000, excludeTestServices: true })(
+besideOthers(
   "recording on PostgreSQL, with the intent held by another transaction",
   (it) => {
     it.effect("the statement without locks skips it; the answer is recorded under the lock once that transaction ends", () =>

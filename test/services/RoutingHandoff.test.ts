@@ -19,7 +19,7 @@ import * as RoutingWorker from "../../src/workers/RoutingWorker.js"
 import { eventId, marketSpec, newIntent, seedUser } from "../support/Fixtures.js"
 import * as Postgres from "../support/Postgres.js"
 import * as TestServer from "../support/TestServer.js"
-import { heldOpen } from "../support/Transactions.js"
+import { besideOthers, heldOpen } from "../support/Transactions.js"
 
 const backends = [
   ["PGlite", Database.migrated(Database.pglite(undefined))],
@@ -276,7 +276,7 @@ for (const [name, database] of backends) {
 }
 
 // A row held by another transaction while leases are renewed: only PostgreSQL runs transactions side by side.
-layer(Services.ports(TestServer.options).pipe(Layer.provideMerge(Postgres.layerFresh)), { timeout: 60_000, excludeTestServices: true })(
+besideOthers(
   "routing leases on PostgreSQL, beside a transaction in flight",
   (it) => {
     it.scoped("renewing leases skips a job whose row another transaction holds and renews the others, without waiting", () =>

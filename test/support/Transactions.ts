@@ -1,7 +1,21 @@
 import * as SqlClient from "@effect/sql/SqlClient"
+import { layer } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Services from "../../src/Services.js"
+import * as Postgres from "./Postgres.js"
+import * as TestServer from "./TestServer.js"
+
+/**
+ * A suite on the service's ports over a fresh PostgreSQL database, for tests of transactions side
+ * by side (with {@link heldOpen}): PGlite runs one at a time.
+ */
+export const besideOthers = layer(Services.ports(TestServer.options).pipe(Layer.provideMerge(Postgres.layerFresh)), {
+  timeout: 60_000,
+  excludeTestServices: true
+})
 
 /**
  * Runs `statements` in a transaction left open on a pooled connection of its own (another session,
