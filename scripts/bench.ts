@@ -1015,13 +1015,13 @@ const main = async () => {
       // The live path compiled first, as every other kind of request is (the later run follows at once).
       const [first = 10] = settings.connections
       console.log(`live intents through the fake Alpaca at ${first} connections, warming up`)
-      await warmUpLive(service, database.url, alpaca, context.account.userId, first, settings.warmUpSeconds)
+      await warmUpLive(service, database.url, alpaca, first, settings.warmUpSeconds)
       await quiesce(database.url)
       for (const connections of settings.connections) {
         console.log(`live intents through the fake Alpaca at ${connections} connections`)
         const { result: live, gcShare } = await measured(
           serviceProcess(context),
-          () => liveEndToEnd(service, database.url, alpaca, context.account.userId, connections, settings.intents)
+          () => liveEndToEnd(service, database.url, alpaca, connections, settings.intents)
         )
         lines.push(
           {

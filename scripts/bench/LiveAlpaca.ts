@@ -1,10 +1,17 @@
 /**
- * The live path against the fake Alpaca: market intents on a live key, from the POST's 201 to the
- * commit that makes them `filled` (the intent's `updated_at`; each client polls its intent every
- * 25 ms only to know when to send the next, so that polling does not load the server being
- * measured), and the router's own share of that time: from the 201 to the fake receiving the
- * order's POST, and from the fake's fill event to the `filled` commit. Every clock is this
- * machine's: the bench's, the fake's (in this process) and PostgreSQL's.
+ * The live path against the fake Alpaca: market intents on live keys, from the POST's 201 to the
+ * commit that makes them `filled`, and the router's own share of that time: from the 201 to the
+ * fake receiving the order's POST, and from the fake's fill event to the `filled` commit. Each
+ * client polls its intent every 25 ms only to know when to send the next; the latency is read from
+ * the commit, not from the polls.
+ *
+ * The commit is heard on the bench's own LISTEN on the channel every commit that writes events
+ * notifies (with `<user id>:<mode>`), which delivers them in commit order. Each client is a user of
+ * its own with one intent in flight at a time, so its notifications come in pairs, the creation's
+ * then the fill's: an intent's `filled` commit is the second of its pair (the run fails should a
+ * user's count not be two per intent, or a fill's be heard before the intent's `updated_at`, the
+ * time the service decided the fill, before the statement that writes it). The notification
+ * reaches the bench a little after the commit, so that error is on the high side. Every clock is this machine's: the bench's, the fake's (in this process) and PostgreSQL's.
  *
  * Each client has an Alpaca account of its own and places at most `PER_ACCOUNT` orders, inside the
  * burst the router's pacing allows per account (45 calls): the figures measure the router, not the
@@ -12,10 +19,11 @@
  * rounds, each on accounts of its own.
  */
 import { randomBytes } from "node:crypto"
-import type { UserId } from "../../src/domain/Ids.js"
+import pg from "pg"
+import { EVENTS_CHANNEL } from "../../src/sql/Channels.js"
 import type { FakeAlpaca } from "../../src/services/brokers/alpaca/FakeAlpaca.js"
 import { clientOf, call } from "../../test/support/Harness.js"
-import { ADMIN_TOKEN, expectStatus, marketIntent, psqlColumn, repeatFor, request, runClients, type Service, sleep, stringField, waitUntil } from "../lib/Service.js"
+import { ADMIN_TOKEN, expectStatus, marketIntent, psqlColumn, repeatFor, request, type Service, sleep, stringField, waitUntil } from "../lib/Service.js"
 import { spread } from "./Percentile.js"
 import { measure } from "./ProcessStats.js"
 
@@ -40,18 +48,20 @@ const clientOrderIdOf = (body: unknown): string =>
   typeof body === "object" && body !== null && "client_order_id" in body ? String(body.client_order_id) : ""
 
 interface Account {
+  readonly userId: string
   readonly key: string
   readonly brokerId: string
   readonly keyId: string
 }
 
-/** A live user with `count` Alpaca connections, each on an account of its own at the fake. */
-const accounts = async (service: Service, fake: FakeAlpaca, userId: UserId, count: number): Promise<ReadonlyArray<Account>> => {
+/** `count` live users, each with a key and an Alpaca connection on an account of its own at the fake. */
+const accounts = async (service: Service, fake: FakeAlpaca, count: number): Promise<ReadonlyArray<Account>> => {
   const { admin } = await clientOf(service.baseUrl, ADMIN_TOKEN)
-  const path = { user_id: userId }
-  const key = await call(admin.createApiKey({ path, payload: { name: "live bench", mode: "live" } }))
   const made: Array<Account> = []
   for (let i = 0; i < count; i++) {
+    const user = await call(admin.createUser({ payload: { name: `live ${i}`, tier: "enterprise", requests_per_minute: 1_000_000 } }))
+    const path = { user_id: user.id }
+    const key = await call(admin.createApiKey({ path, payload: { name: "live bench", mode: "live" } }))
     const keyId = `PKBENCH${randomBytes(6).toString("hex").toUpperCase()}`
     const secret = randomBytes(16).toString("hex")
     fake.addCredentials(keyId, secret)
@@ -65,49 +75,94 @@ const accounts = async (service: Service, fake: FakeAlpaca, userId: UserId, coun
         credentials: { api_key_id: keyId, api_secret_key: secret }
       }
     }))
-    made.push({ key: key.key, brokerId: broker.id, keyId })
+    made.push({ userId: user.id, key: key.key, brokerId: broker.id, keyId })
   }
   // Fills come on the streams: measure once every account's stream is up.
   await waitUntil(() => made.every((account) => fake.streamConnections(account.keyId).current === 1), "Alpaca streams up", 30_000)
   return made
 }
 
-/** `connections` clients, each on its own account, until `total` intents (at most `PER_ACCOUNT` each) are filled. */
+/** Each user's commits that wrote events, as the bench's LISTEN heard them (Unix ms), in commit order. */
+const listenForCommits = async (databaseUrl: string) => {
+  const heard = new Map<string, Array<number>>()
+  const listener = new pg.Client({ connectionString: databaseUrl })
+  await listener.connect()
+  listener.on("notification", ({ payload }) => {
+    const at = Date.now()
+    const userId = payload?.split(":")[0]
+    if (userId === undefined) return
+    const times = heard.get(userId) ?? []
+    heard.set(userId, times)
+    times.push(at)
+  })
+  await listener.query(`LISTEN ${EVENTS_CHANNEL}`)
+  return { heard, end: () => listener.end() }
+}
+
+/** One client's intent: its id, and when its 201 came (Unix ms). */
+interface Placed {
+  readonly id: string
+  readonly createdAt: number
+}
+
+/**
+ * `connections` clients, each a user with an account of its own and one intent in flight at a
+ * time, until `total` intents (at most `PER_ACCOUNT` each) are filled.
+ */
 export const liveEndToEnd = async (
   service: Service,
   databaseUrl: string,
   fake: FakeAlpaca,
-  userId: UserId,
   connections: number,
   total: number
 ): Promise<LiveFigures> => {
   const intents = Math.min(total, connections * PER_ACCOUNT)
-  const clients = await accounts(service, fake, userId, connections)
+  const clients = await accounts(service, fake, connections)
   const runId = randomBytes(4).toString("hex")
-  const createdAt = new Map<string, number>()
+  const placed = clients.map((): Array<Placed> => [])
+  const listener = await listenForCommits(databaseUrl)
+  const abort = new AbortController()
+  const { signal } = abort
+  const place = async (account: Account, index: number, into: Array<Placed>) => {
+    const sent = performance.now()
+    const created = await request(`${service.baseUrl}/api/v1/intents`, account.key, {
+      method: "POST",
+      body: marketIntent(`live${connections}-${runId}-${index}`, account.brokerId),
+      signal
+    })
+    const id = stringField(expectStatus("POST /api/v1/intents", created, 201), "id")
+    into.push({ id, createdAt: Date.now() })
+    for (;;) {
+      const response = await request(`${service.baseUrl}/api/v1/intents/${id}`, account.key, { signal })
+      const status = stringField(expectStatus(`GET /api/v1/intents/${id}`, response, 200), "status")
+      if (status === "filled") return
+      if (status !== "pending" && status !== "partially_filled") throw new Error(`intent ${id} ended ${status}`)
+      if (performance.now() - sent > FILL_TIMEOUT_MS) throw new Error(`intent ${id} not filled in time`)
+      await sleep(POLL_INTERVAL_MS)
+    }
+  }
   const started = performance.now()
   const pid = service.child.pid ?? 0
-  const { cpuMs, peakMiB } = await measure(pid, () =>
-    runClients(intents, connections, async (index, signal) => {
-      const account = clients[index % connections]!
-      const sent = performance.now()
-      const created = await request(`${service.baseUrl}/api/v1/intents`, account.key, {
-        method: "POST",
-        body: marketIntent(`live${connections}-${runId}-${index}`, account.brokerId),
-        signal
-      })
-      const id = stringField(expectStatus("POST /api/v1/intents", created, 201), "id")
-      createdAt.set(id, Date.now())
-      for (;;) {
-        const response = await request(`${service.baseUrl}/api/v1/intents/${id}`, account.key, { signal })
-        const status = stringField(expectStatus(`GET /api/v1/intents/${id}`, response, 200), "status")
-        if (status === "filled") break
-        if (status !== "pending" && status !== "partially_filled") throw new Error(`intent ${id} ended ${status}`)
-        if (performance.now() - sent > FILL_TIMEOUT_MS) throw new Error(`intent ${id} not filled in time`)
-        await sleep(POLL_INTERVAL_MS)
-      }
-    }))
-  const wallMs = performance.now() - started
+  const client = async (account: Account, client: number) => {
+    try {
+      for (let index = client; index < intents; index += connections) await place(account, index, placed[client]!)
+    } catch (error) {
+      abort.abort(error)
+      throw error
+    }
+  }
+  const run = async () => {
+    const { cpuMs, peakMiB } = await measure(pid, () => Promise.all(clients.map(client)))
+    const wallMs = performance.now() - started
+    // The last fills' notifications may still be on their way.
+    await waitUntil(
+      () => clients.every((account, i) => (listener.heard.get(account.userId)?.length ?? 0) >= 2 * placed[i]!.length),
+      "every commit heard",
+      10_000
+    )
+    return { cpuMs, peakMiB, wallMs }
+  }
+  const { cpuMs, peakMiB, wallMs } = await run().finally(listener.end)
 
   // The router's share: the fake's clock and the 201's are this process's; the commit's is the database's.
   const posted = new Map(
@@ -115,31 +170,38 @@ export const liveEndToEnd = async (
       .filter((r) => r.method === "POST" && r.path === "/v2/orders")
       .map((r) => [clientOrderIdOf(r.body), r.at])
   )
-  const submit = [...createdAt].flatMap(([id, at]) => {
-    const received = posted.get(`tir-${id}`)
-    return received === undefined ? [] : [received - at]
-  })
   const orderOf = new Map(fake.orders().map((order) => [order.id, order.client_order_id]))
   const filledAt = new Map(
     fake.fills().map((fill) => [orderOf.get(fill.order_id) ?? "", Date.parse(fill.transaction_time)])
   )
-  const ids = [...createdAt.keys()]
-  const commits = await psqlColumn(
+  const ids = placed.flat().map(({ id }) => id)
+  const decided = new Map((await psqlColumn(
     databaseUrl,
     `SELECT id || ' ' || (extract(epoch FROM updated_at) * 1000)::bigint FROM intents
      WHERE status = 'filled' AND id IN (${ids.map((id) => `'${id}'`).join(",")})`
-  )
-  const committed = new Map(commits.map((line) => {
+  )).map((line) => {
     const [id, at] = line.split(" ")
     return [id ?? "", Number(at)]
   }))
-  const samples = [...committed].flatMap(([id, at]) => {
-    const created = createdAt.get(id)
-    return created === undefined ? [] : [at - created]
-  })
-  const fill = [...committed].flatMap(([id, at]) => {
-    const event = filledAt.get(`tir-${id}`)
-    return event === undefined ? [] : [at - event]
+  const samples: Array<number> = []
+  const submit: Array<number> = []
+  const fill: Array<number> = []
+  clients.forEach((account, client) => {
+    const heard = listener.heard.get(account.userId) ?? []
+    if (heard.length !== 2 * placed[client]!.length) {
+      throw new Error(`user ${account.userId}: ${heard.length} commits with events for ${placed[client]!.length} intents, not two each`)
+    }
+    placed[client]!.forEach(({ createdAt, id }, k) => {
+      // The intent's creation, then its fill.
+      const committed = heard[2 * k + 1]!
+      const at = decided.get(id)
+      if (at === undefined || committed < at) throw new Error(`intent ${id}: its fill's commit not heard after it was decided`)
+      samples.push(committed - createdAt)
+      const received = posted.get(`tir-${id}`)
+      if (received !== undefined) submit.push(received - createdAt)
+      const event = filledAt.get(`tir-${id}`)
+      if (event !== undefined) fill.push(committed - event)
+    })
   })
   const e2e = spread(samples)
   return {
@@ -163,8 +225,7 @@ export const warmUpLive = async (
   service: Service,
   databaseUrl: string,
   fake: FakeAlpaca,
-  userId: UserId,
   connections: number,
   seconds: number
 ): Promise<void> =>
-  repeatFor(seconds, () => liveEndToEnd(service, databaseUrl, fake, userId, connections, connections * PER_ACCOUNT))
+  repeatFor(seconds, () => liveEndToEnd(service, databaseUrl, fake, connections, connections * PER_ACCOUNT))
