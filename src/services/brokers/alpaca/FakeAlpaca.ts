@@ -218,6 +218,9 @@ export const start = (options: Options = {}): Promise<FakeAlpaca> => {
   const binary = (options.frames ?? "binary") === "binary"
   let requests: Array<ReceivedRequest> = []
   let orders = new Map<string, { readonly account: string; readonly order: FakeOrder }>()
+  /** The orders by account and client order id, so that a submission's check costs the same however many there are. */
+  let byClientId = new Map<string, FakeOrder>()
+  const clientIdKey = (account: string, clientOrderId: string) => `${account}\u0000${clientOrderId}`
   let fills: Array<{ readonly account: string; readonly fill: FakeFill }> = []
   let behaviours = new Map<string, { readonly behaviour: Behaviour; remaining: number | null }>()
   let refusalStatus: 401 | 403 = 401
@@ -414,6 +417,7 @@ export const start = (options: Options = {}): Promise<FakeAlpaca> => {
       hwm: null
     }
     orders.set(order.id, { account, order })
+    byClientId.set(clientIdKey(account, order.client_order_id), order)
     return order
   }
 
@@ -429,10 +433,7 @@ export const start = (options: Options = {}): Promise<FakeAlpaca> => {
     if (behaviour === "partial") execute(account, order, half(left(order)))
   }
 
-  const ordersOf = (account: string) =>
-    [...orders.values()].filter((entry) => entry.account === account).map((entry) => entry.order)
-  const findByClientId = (account: string, clientOrderId: string) =>
-    ordersOf(account).find((order) => order.client_order_id === clientOrderId)
+  const findByClientId = (account: string, clientOrderId: string) => byClientId.get(clientIdKey(account, clientOrderId))
 
   const releaseHung = () => {
     for (const response of hung) response.destroy()
@@ -477,6 +478,7 @@ export const start = (options: Options = {}): Promise<FakeAlpaca> => {
     reset: () => {
       requests = []
       orders = new Map()
+      byClientId = new Map()
       fills = []
       behaviours = new Map()
       refusalStatus = 401
