@@ -19,6 +19,7 @@
  * rounds, each on accounts of its own.
  */
 import { randomBytes } from "node:crypto"
+import { setMaxListeners } from "node:events"
 import pg from "pg"
 import { EVENTS_CHANNEL } from "../../src/sql/Channels.js"
 import type { FakeAlpaca } from "../../src/services/brokers/alpaca/FakeAlpaca.js"
@@ -123,6 +124,8 @@ export const liveEndToEnd = async (
   const listener = await listenForCommits(databaseUrl)
   const abort = new AbortController()
   const { signal } = abort
+  // Every client's call in flight listens to it.
+  setMaxListeners(0, signal)
   const place = async (account: Account, index: number, into: Array<Placed>) => {
     const sent = performance.now()
     const created = await request(`${service.baseUrl}/api/v1/intents`, account.key, {

@@ -4,6 +4,7 @@
  */
 import { execFile, execFileSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
+import { setMaxListeners } from "node:events"
 import * as Http from "node:http"
 import { promisify } from "node:util"
 import type { CreateUserPayload } from "../../src/api/AdminApi.js"
@@ -101,6 +102,8 @@ export const runClients = async (
   task: (index: number, signal: AbortSignal) => Promise<void>
 ): Promise<void> => {
   const abort = new AbortController()
+  // Every client's call in flight listens to it.
+  setMaxListeners(0, abort.signal)
   let next = 0
   const client = async () => {
     while (next < total && !abort.signal.aborted) {
