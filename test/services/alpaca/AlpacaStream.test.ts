@@ -371,6 +371,32 @@ describe("The fake Alpaca's switches", () => {
       expect(fake.orders()).toStrictEqual([])
     }))
 
+  it.scopedLive("a client order id names one order per account: taken again a 422, free on another account and after a reset", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeAlpaca.make()
+      const other = { keyId: "key-d", secretKey: "secret-d" }
+      fake.addCredentials(other.keyId, other.secretKey)
+      const place = (key: { readonly keyId: string; readonly secretKey: string }, clientOrderId: string) =>
+        Effect.promise(async () => {
+          const response = await fetch(`${fake.url}/v2/orders`, {
+            method: "POST",
+            headers: { "apca-api-key-id": key.keyId, "apca-api-secret-key": key.secretKey, "content-type": "application/json" },
+            body: JSON.stringify({ symbol: "AAPL", qty: "1", side: "buy", type: "market", time_in_force: "day", client_order_id: clientOrderId })
+          })
+          return { status: response.status, body: await response.text() }
+        })
+      const clientOrderId = `tir-${randomUUID()}`
+      expect((yield* place(KEY, clientOrderId)).status).toBe(200)
+      const taken = yield* place(KEY, clientOrderId)
+      expect(taken.status).toBe(422)
+      expect(JSON.parse(taken.body)).toStrictEqual({ code: 40010001, message: "client_order_id must be unique" })
+      expect((yield* place(other, clientOrderId)).status).toBe(200)
+      expect(fake.orders().filter((order) => order.client_order_id === clientOrderId)).toHaveLength(2)
+      fake.reset()
+      expect((yield* place(KEY, clientOrderId)).status).toBe(200)
+      expect(fake.orders()).toHaveLength(1)
+    }))
+
   it.scopedLive("a cancel is answered 204, then canceled; a counted behaviour goes back to fill; 429 says when to retry", () =>
     Effect.gen(function*() {
       const fake = yield* FakeAlpaca.make()
