@@ -11,7 +11,8 @@
  * then the fill's: an intent's `filled` commit is the second of its pair (the run fails should a
  * user's count not be two per intent, or a fill's be heard before the intent's `updated_at`, the
  * time the service decided the fill, before the statement that writes it). The notification
- * reaches the bench a little after the commit, so that error is on the high side. Every clock is this machine's: the bench's, the fake's (in this process) and PostgreSQL's.
+ * reaches the bench a little after the commit, so that error is on the high side. Every clock is
+ * this machine's: the bench's, the fake's (in this process) and PostgreSQL's.
  *
  * Each client has an Alpaca account of its own and places at most `PER_ACCOUNT` orders, inside the
  * burst the router's pacing allows per account (45 calls): the figures measure the router, not the
@@ -146,9 +147,10 @@ export const liveEndToEnd = async (
   }
   const started = performance.now()
   const pid = service.child.pid ?? 0
-  const client = async (account: Account, client: number) => {
+  /** Client `n`: intents n, n + connections, n + 2 × connections… one after the other, on its own account. */
+  const client = async (account: Account, n: number) => {
     try {
-      for (let index = client; index < intents; index += connections) await place(account, index, placed[client]!)
+      for (let index = n; index < intents; index += connections) await place(account, index, placed[n]!)
     } catch (error) {
       abort.abort(error)
       throw error
