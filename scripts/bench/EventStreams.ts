@@ -12,10 +12,9 @@
  * writing. Every clock is this machine's.
  */
 import * as Crypto from "node:crypto"
-import pg from "pg"
-import { EVENTS_CHANNEL } from "../../src/sql/Channels.js"
 import { ADMIN_TOKEN, expectStatus, marketIntent, request, runClients, type Service, sleep } from "../lib/Service.js"
 import { call, clientOf } from "../../test/support/Harness.js"
+import { listenForCommits } from "./Commits.js"
 import { spread } from "./Percentile.js"
 
 interface Follower {
@@ -80,19 +79,9 @@ export interface StreamLoad {
 
 export const streamLatency = async (service: Service, options: StreamLoad & { readonly databaseUrl: string }) => {
   // When each user's events committed: the notifications, as they reach an idle listener.
-  const commits = new Map<string, Array<number>>()
-  const listener = new pg.Client({ connectionString: options.databaseUrl })
-  await listener.connect()
-  listener.on("notification", ({ payload }) => {
-    const at = Date.now()
-    if (payload === undefined) return
-    const times = commits.get(payload) ?? []
-    commits.set(payload, times)
-    times.push(at)
-  })
-  await listener.query(`LISTEN ${EVENTS_CHANNEL}`)
+  const listener = await listenForCommits(options.databaseUrl)
   try {
-    return await measureStreams(service, options, commits)
+    return await measureStreams(service, options, listener.heard)
   } finally {
     await listener.end()
   }

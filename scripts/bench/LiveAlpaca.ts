@@ -21,11 +21,10 @@
  */
 import { randomBytes } from "node:crypto"
 import { setMaxListeners } from "node:events"
-import pg from "pg"
-import { EVENTS_CHANNEL } from "../../src/sql/Channels.js"
 import type { FakeAlpaca } from "../../src/services/brokers/alpaca/FakeAlpaca.js"
 import { clientOf, call } from "../../test/support/Harness.js"
 import { ADMIN_TOKEN, expectStatus, marketIntent, psqlColumn, repeatFor, request, type Service, sleep, stringField, waitUntil } from "../lib/Service.js"
+import { listenForCommits } from "./Commits.js"
 import { spread } from "./Percentile.js"
 import { measure } from "./ProcessStats.js"
 
@@ -82,23 +81,6 @@ const accounts = async (service: Service, fake: FakeAlpaca, count: number): Prom
   // Fills come on the streams: measure once every account's stream is up.
   await waitUntil(() => made.every((account) => fake.streamConnections(account.keyId).current === 1), "Alpaca streams up", 30_000)
   return made
-}
-
-/** Each user's commits that wrote events, as the bench's LISTEN heard them (Unix ms), in commit order. */
-const listenForCommits = async (databaseUrl: string) => {
-  const heard = new Map<string, Array<number>>()
-  const listener = new pg.Client({ connectionString: databaseUrl })
-  await listener.connect()
-  listener.on("notification", ({ payload }) => {
-    const at = Date.now()
-    const userId = payload?.split(":")[0]
-    if (userId === undefined) return
-    const times = heard.get(userId) ?? []
-    heard.set(userId, times)
-    times.push(at)
-  })
-  await listener.query(`LISTEN ${EVENTS_CHANNEL}`)
-  return { heard, end: () => listener.end() }
 }
 
 /** One client's intent: its id, and when its 201 came (Unix ms). */
@@ -161,7 +143,7 @@ export const liveEndToEnd = async (
     const wallMs = performance.now() - started
     // The last fills' notifications may still be on their way.
     await waitUntil(
-      () => clients.every((account, i) => (listener.heard.get(account.userId)?.length ?? 0) >= 2 * placed[i]!.length),
+      () => clients.every((account, i) => (listener.heard.get(`${account.userId}:live`)?.length ?? 0) >= 2 * placed[i]!.length),
       "every commit heard",
       10_000
     )
@@ -192,7 +174,7 @@ export const liveEndToEnd = async (
   const submit: Array<number> = []
   const fill: Array<number> = []
   clients.forEach((account, client) => {
-    const heard = listener.heard.get(account.userId) ?? []
+    const heard = listener.heard.get(`${account.userId}:live`) ?? []
     if (heard.length !== 2 * placed[client]!.length) {
       throw new Error(`user ${account.userId}: ${heard.length} commits with events for ${placed[client]!.length} intents, not two each`)
     }
