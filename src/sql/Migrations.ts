@@ -22,6 +22,7 @@ import DocumentsRebuiltByRecording from "./migrations/0017_documents_rebuilt_by_
 import UsageWithinLimit from "./migrations/0018_usage_within_limit.js"
 import OrderlessDocuments from "./migrations/0019_orderless_documents.js"
 import WebhookClaimOrder from "./migrations/0020_webhook_claim_order.js"
+import EventsWithoutOwnerIndex from "./migrations/0021_events_without_owner_index.js"
 import * as Tracing from "../Tracing.js"
 
 /** Every migration by name, statically imported so that a bundled build finds them. */
@@ -45,7 +46,8 @@ export const records = {
   "0017_documents_rebuilt_by_recording": DocumentsRebuiltByRecording,
   "0018_usage_within_limit": UsageWithinLimit,
   "0019_orderless_documents": OrderlessDocuments,
-  "0020_webhook_claim_order": WebhookClaimOrder
+  "0020_webhook_claim_order": WebhookClaimOrder,
+  "0021_events_without_owner_index": EventsWithoutOwnerIndex
 }
 
 export const loader = Migrator.fromRecord(records)
