@@ -507,30 +507,46 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
    * other; one whose batch did commit (only the answer was lost) finds its own intent and answers
    * as the batch would have.
    */
-  const createBatch = (creations: ReadonlyArray<Creation & { readonly input: NewIntent }>) =>
-    Effect.gen(function*() {
+  const createBatch = Effect.fnUntraced(
+    // One function made once, its steps in loops: a callback made anew for each batch keeps its
+    // compiled code only while one of its closures lives, so V8 compiled such callbacks again after
+    // every full collection.
+    function*(creations: ReadonlyArray<Creation & { readonly input: NewIntent }>) {
       const claimedUntil = yield* claimFor(creations)
       const inserted = yield* insertCreations({ rows: creations.map(creationRow), claimed_until: claimedUntil })
-      const createdIds = new Set<string>(inserted.map((row) => row.id))
-      yield* handOver(claimedUntil, creations.filter(({ input }) => createdIds.has(input.id)))
-      const [first, ...rest] = creations.filter(({ input }) => !createdIds.has(input.id)).map(({ input }) => input)
+      const createdIds = new Set<string>()
+      for (const row of inserted) createdIds.add(row.id)
+      const written: Array<Creation & { readonly input: NewIntent }> = []
+      const notWritten: Array<NewIntent> = []
+      for (const creation of creations) {
+        if (createdIds.has(creation.input.id)) written.push(creation)
+        else notWritten.push(creation.input)
+      }
+      yield* handOver(claimedUntil, written)
+      const [first, ...rest] = notWritten
       const holders = first === undefined ? [] : yield* selectHolders([first, ...rest])
-      const holderOf = new Map(holders.map((row) => [keyOf(row), row.id]))
-      return creations.map(({ input, now, quota }): Exit.Exit<TradeIntent, DuplicateIntent | QuotaExceeded | HeldByQuota> => {
+      const holderOf = new Map<string, IntentId>()
+      for (const row of holders) holderOf.set(keyOf(row), row.id)
+      const answers: Array<Exit.Exit<TradeIntent, DuplicateIntent | QuotaExceeded | HeldByQuota>> = []
+      for (const { input, now, quota } of creations) {
         const holder = holderOf.get(keyOf(input))
-        if (createdIds.has(input.id) || holder === input.id) return Exit.succeed(intentCreated(input, now))
-        if (holder === undefined && quota !== undefined) return Exit.fail(new HeldByQuota())
-        return Exit.fail(new DuplicateIntent({ existing: holder }))
-      })
-    }).pipe(
-      Effect.catchTags({
-        SqlError: () =>
-          Effect.forEach(creations, (creation) => Effect.exit(createOne(creation.input, creation)), { concurrency: 4 }),
-        ParseError: Effect.die
-      }),
-      // The batch runs apart from the requests that wait for it: its own span, with its statements under it.
-      Tracing.span("IntentRepository.createBatch", { attributes: { "batch.size": creations.length } })
-    )
+        if (createdIds.has(input.id) || holder === input.id) answers.push(Exit.succeed(intentCreated(input, now)))
+        else if (holder === undefined && quota !== undefined) answers.push(Exit.fail(new HeldByQuota()))
+        else answers.push(Exit.fail(new DuplicateIntent({ existing: holder })))
+      }
+      return answers
+    },
+    (effect, creations) =>
+      effect.pipe(
+        Effect.catchTags({
+          SqlError: () =>
+            Effect.forEach(creations, (creation) => Effect.exit(createOne(creation.input, creation)), { concurrency: 4 }),
+          ParseError: Effect.die
+        }),
+        // The batch runs apart from the requests that wait for it: its own span, with its statements under it.
+        Tracing.span("IntentRepository.createBatch", { attributes: { "batch.size": creations.length } })
+      )
+  )
 
   const lookupBatched = yield* Batched.make(lookupBatch, { name: "intent_lookup", maxBatch: 100, concurrency: 2 })
 
