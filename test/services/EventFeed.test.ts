@@ -10,17 +10,11 @@ import type { Owner } from "../../src/domain/Ids.js"
 import * as Services from "../../src/Services.js"
 import { EventRepository } from "../../src/services/events/EventRepository.js"
 import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
-import * as Database from "../../src/sql/Database.js"
 import { batchesOf } from "../support/Batches.js"
 import { eventId, newIntent, seedUser } from "../support/Fixtures.js"
-import * as Postgres from "../support/Postgres.js"
 import * as TestServer from "../support/TestServer.js"
 import { besideOthers, heldOpen } from "../support/Transactions.js"
-
-const backends = [
-  ["PGlite", Database.migrated(Database.pglite(undefined))],
-  ["PostgreSQL", Postgres.layerFresh]
-] as const
+import { databases } from "../support/Databases.js"
 
 const retained = Effect.map(DateTime.now, DateTime.subtractDuration(EVENT_RETENTION))
 
@@ -41,7 +35,7 @@ const tailOnceListed = (owner: Owner, after: EventCursor, count = 1) =>
       Effect.timeout("20 seconds")
     ))
 
-for (const [name, database] of backends) {
+for (const [name, database] of databases) {
   const ports = Services.ports(TestServer.options).pipe(Layer.provideMerge(database))
 
   layer(ports, { timeout: 60_000, excludeTestServices: true })(`the event feed on ${name}`, (it) => {

@@ -11,18 +11,12 @@ import * as Services from "../../src/Services.js"
 import { EventRepository } from "../../src/services/events/EventRepository.js"
 import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
 import { WebhookRepository } from "../../src/services/webhooks/WebhookRepository.js"
-import * as Database from "../../src/sql/Database.js"
 import * as EventRetention from "../../src/workers/EventRetention.js"
 import { eventId, newIntent, seedUser, uuid } from "../support/Fixtures.js"
-import * as Postgres from "../support/Postgres.js"
 import * as TestServer from "../support/TestServer.js"
+import { databases } from "../support/Databases.js"
 
-const backends = [
-  ["PGlite", Database.migrated(Database.pglite(undefined))],
-  ["PostgreSQL", Postgres.layerFresh]
-] as const
-
-for (const [name, database] of backends) {
+for (const [name, database] of databases) {
   const ports = Services.ports(TestServer.options).pipe(Layer.provideMerge(database))
 
   layer(ports, { timeout: 60_000, excludeTestServices: true })(`event retention on ${name}`, (it) => {

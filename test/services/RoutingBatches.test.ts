@@ -23,17 +23,11 @@ import * as JobEnds from "../../src/services/routing/SqlJobEnds.js"
 import * as Recording from "../../src/services/routing/SqlRecording.js"
 import { eventIdFrom, IdGenerator } from "../../src/services/IdGenerator.js"
 import * as Outbox from "../../src/sql/Outbox.js"
-import * as Database from "../../src/sql/Database.js"
 import { batchesOf } from "../support/Batches.js"
 import { eventId, marketSpec, newIntent, seedUser, uuid } from "../support/Fixtures.js"
-import * as Postgres from "../support/Postgres.js"
 import * as TestServer from "../support/TestServer.js"
 import { besideOthers, heldOpen } from "../support/Transactions.js"
-
-const backends = [
-  ["PGlite", Database.migrated(Database.pglite(undefined))],
-  ["PostgreSQL", Postgres.layerFresh]
-] as const
+import { databases } from "../support/Databases.js"
 
 /** Intents of one user on its live connection, each created with its submit job. */
 const liveIntents = (count: number) =>
@@ -139,7 +133,7 @@ const filledOnce = (owner: Owner, id: IntentId) =>
 const eventTypes = (id: IntentId) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ type: string }>`SELECT type FROM events WHERE intent_id = ${id} ORDER BY seq`)
 
-for (const [name, database] of backends) {
+for (const [name, database] of databases) {
   const ports = Services.ports(TestServer.options).pipe(Layer.provideMerge(database))
 
   layer(ports, { timeout: 60_000, excludeTestServices: true })(`routing in batches on ${name}`, (it) => {

@@ -14,17 +14,11 @@ import * as Services from "../../src/Services.js"
 import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
 import { RoutingHandoff } from "../../src/services/routing/RoutingHandoff.js"
 import { type Job, RoutingRepository } from "../../src/services/routing/RoutingRepository.js"
-import * as Database from "../../src/sql/Database.js"
 import * as RoutingWorker from "../../src/workers/RoutingWorker.js"
 import { eventId, marketSpec, newIntent, seedUser } from "../support/Fixtures.js"
-import * as Postgres from "../support/Postgres.js"
 import * as TestServer from "../support/TestServer.js"
 import { besideOthers, heldOpen } from "../support/Transactions.js"
-
-const backends = [
-  ["PGlite", Database.migrated(Database.pglite(undefined))],
-  ["PostgreSQL", Postgres.layerFresh]
-] as const
+import { databases } from "../support/Databases.js"
 
 const JobRow = Schema.Struct({ claims: Schema.Int, claimed: Schema.Boolean, lease_ms: Schema.NullOr(Schema.Number) })
 
@@ -66,7 +60,7 @@ const twoHanded = Effect.gen(function*() {
   return { received, first, second }
 })
 
-for (const [name, database] of backends) {
+for (const [name, database] of databases) {
   const ports = Services.ports(TestServer.options).pipe(Layer.provideMerge(database))
 
   layer(ports, { timeout: 60_000, excludeTestServices: true })(`submissions handed at creation on ${name}`, (it) => {

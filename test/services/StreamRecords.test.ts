@@ -11,15 +11,9 @@ import { CANCELED_BY_CLIENT, clientOrderId } from "../../src/domain/Routing.js"
 import * as Services from "../../src/Services.js"
 import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
 import { RoutingRepository } from "../../src/services/routing/RoutingRepository.js"
-import * as Database from "../../src/sql/Database.js"
 import { eventId, newIntent, seedUser } from "../support/Fixtures.js"
-import * as Postgres from "../support/Postgres.js"
 import * as TestServer from "../support/TestServer.js"
-
-const backends = [
-  ["PGlite", Database.migrated(Database.pglite(undefined))],
-  ["PostgreSQL", Postgres.layerFresh]
-] as const
+import { databases } from "../support/Databases.js"
 
 const at = DateTime.unsafeMake("2026-11-24T15:00:00Z")
 
@@ -41,7 +35,7 @@ const order = (id: string, status: "new" | "partially_filled" | "filled", fills:
   fills: fills.map(([fillId, quantity]) => ({ id: fillId, quantity, price: 100, filledAt: at }))
 })
 
-for (const [name, database] of backends) {
+for (const [name, database] of databases) {
   const ports = Services.ports(TestServer.options).pipe(Layer.provideMerge(database))
 
   layer(ports, { timeout: 60_000, excludeTestServices: true })(`broker streams' records on ${name}`, (it) => {

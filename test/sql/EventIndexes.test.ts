@@ -1,15 +1,9 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { expect, layer } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as Database from "../../src/sql/Database.js"
-import * as Postgres from "../support/Postgres.js"
+import { databases } from "../support/Databases.js"
 
-const backends = [
-  ["PGlite", Database.migrated(Database.pglite(undefined))],
-  ["PostgreSQL", Postgres.layerFresh]
-] as const
-
-for (const [name, database] of backends) {
+for (const [name, database] of databases) {
   layer(database, { timeout: 60_000, excludeTestServices: true })(`the events table's indexes on ${name}`, (it) => {
     it.effect("are those its reads use: the feed's order, an intent's timeline, the retention's age, the id", () =>
       Effect.gen(function*() {

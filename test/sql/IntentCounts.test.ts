@@ -9,16 +9,10 @@ import { clientOrderId } from "../../src/domain/Routing.js"
 import * as Services from "../../src/Services.js"
 import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
 import { RoutingRepository } from "../../src/services/routing/RoutingRepository.js"
-import * as Database from "../../src/sql/Database.js"
 import * as CountFolding from "../../src/workers/CountFolding.js"
 import { eventId, newIntent, seedUser, uuid } from "../support/Fixtures.js"
-import * as Postgres from "../support/Postgres.js"
 import * as TestServer from "../support/TestServer.js"
-
-const backends = [
-  ["PGlite", Database.migrated(Database.pglite(undefined))],
-  ["PostgreSQL", Postgres.layerFresh]
-] as const
+import { databases } from "../support/Databases.js"
 
 /** The counts kept by the triggers and the intents counted one by one, per user, mode and status. */
 const bothCounts = Effect.gen(function*() {
@@ -65,7 +59,7 @@ const leftByEndedConnection = (userId: string) =>
     yield* sql`INSERT INTO intent_counts (user_id, mode, status, backend, n) VALUES (${userId}, 'test', 'pending', ${ENDED}, 2)`
   })
 
-for (const [name, database] of backends) {
+for (const [name, database] of databases) {
   const ports = Services.ports(TestServer.options).pipe(Layer.provideMerge(database))
 
   layer(ports, { timeout: 60_000, excludeTestServices: true })(`intent counts on ${name}`, (it) => {

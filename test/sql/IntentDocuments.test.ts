@@ -8,15 +8,9 @@ import { clientOrderId } from "../../src/domain/Routing.js"
 import * as Services from "../../src/Services.js"
 import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
 import { RoutingRepository } from "../../src/services/routing/RoutingRepository.js"
-import * as Database from "../../src/sql/Database.js"
 import { eventId, newIntent, seedUser, uuid } from "../support/Fixtures.js"
-import * as Postgres from "../support/Postgres.js"
 import * as TestServer from "../support/TestServer.js"
-
-const backends = [
-  ["PGlite", Database.migrated(Database.pglite(undefined))],
-  ["PostgreSQL", Postgres.layerFresh]
-] as const
+import { databases } from "../support/Databases.js"
 
 /** The intents whose stored document differs from the one the database would build now. */
 const staleDocuments = Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -48,7 +42,7 @@ const unwrittenTestIntent = Effect.map(seedUser, ({ testBroker, user }) => {
   return { owner, user, testBroker, input: newIntent(owner, testBroker.id) }
 })
 
-for (const [name, database] of backends) {
+for (const [name, database] of databases) {
   const ports = Services.ports(TestServer.options).pipe(Layer.provideMerge(database))
 
   layer(ports, { timeout: 60_000, excludeTestServices: true })(`stored intent documents on ${name}`, (it) => {

@@ -6,17 +6,12 @@ import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import { AccountRepository } from "../../src/services/accounts/AccountRepository.js"
 import { IntentRepository } from "../../src/services/intents/IntentRepository.js"
-import * as Database from "../../src/sql/Database.js"
 import { liveCreator } from "../support/Fixtures.js"
 import * as Postgres from "../support/Postgres.js"
 import { heldOpen } from "../support/Transactions.js"
+import { databases } from "../support/Databases.js"
 
 const repositories = Layer.mergeAll(IntentRepository.layerSql(), AccountRepository.layerSql)
-
-const backends = [
-  ["PGlite", Database.migrated(Database.pglite(undefined))],
-  ["PostgreSQL", Postgres.layerFresh]
-] as const
 
 const usageOf = (userId: string) =>
   Effect.flatMap(
@@ -24,7 +19,7 @@ const usageOf = (userId: string) =>
     (sql) => sql<{ count: number; monthly_limit: number }>`SELECT count, monthly_limit FROM intent_usage WHERE user_id = ${userId}`
   )
 
-for (const [name, database] of backends) {
+for (const [name, database] of databases) {
   layer(repositories.pipe(Layer.provideMerge(database)), { timeout: 60_000, excludeTestServices: true })(
     `monthly quota on ${name}`,
     (it) => {
