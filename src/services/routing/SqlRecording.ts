@@ -10,6 +10,7 @@ import * as Schema from "effect/Schema"
 import { type BrokerId, IntentId, OrderId } from "../../domain/Ids.js"
 import {
   applyOrderUpdate,
+  type BrokerFill,
   eventType,
   finalOrderStatuses,
   heardReason,
@@ -23,6 +24,7 @@ import { orDie } from "../../sql/Defects.js"
 import * as Outbox from "../../sql/Outbox.js"
 import { PREPARED, uuidArray } from "../../sql/Prepared.js"
 import * as Tables from "../../sql/Tables.js"
+import type { BrokerExecution, BrokerOrder } from "../brokers/BrokerGateway.js"
 import type { FollowUp, Recording } from "./RoutingRepository.js"
 import { claimOf, type JobEnds } from "./SqlJobEnds.js"
 import * as Tracing from "../../Tracing.js"
@@ -72,6 +74,21 @@ const after = (state: Outbox.LockedState, transition: Transition): Outbox.Locked
   status: transition.status,
   fills: [...state.fills, ...transition.fills.map(({ id, quantity }) => ({ id, quantity }))]
 })
+
+/** A broker's execution as a transition weighs it. */
+const fillTerms = ({ id, price, quantity }: BrokerExecution): BrokerFill => ({ id, price, quantity })
+
+/** When the broker says an order's fill `fillId` happened, if it says. */
+const filledAtOf = (order: BrokerOrder, fillId: string): DateTime.Utc | undefined => {
+  for (const fill of order.fills) if (fill.id === fillId) return fill.filledAt
+  return undefined
+}
+
+/** Whether any of these words (by their indexes in `recordings`) was heard on a stream. */
+const heardOnStream = (recordings: ReadonlyArray<Heard>, words: ReadonlyArray<readonly [number, Transition]>) => {
+  for (const [index] of words) if (recordings[index]?.via !== undefined) return true
+  return false
+}
 
 /** {@link nextOrderStatus} in SQL, for an order row written again: its status never goes back. */
 const NEXT_STATUS = `CASE
@@ -151,35 +168,44 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
     return followUp.syncAt === undefined ? undefined : { intentId, kind: "sync", runAt: followUp.syncAt }
   }
 
-  /** What recording a word on an intent in `state` writes: the transition, the order, its new fills and the work that follows. */
-  const planOf = ({ done, followUp, intentId, order, via }: Heard, state: Outbox.LockedState, now: DateTime.Utc) =>
-    Effect.gen(function*() {
-      const transition = applyOrderUpdate(state, {
-        status: order.status,
-        reason: via === undefined ? order.reason : heardReason(order, state.cancelRequested),
-        fills: order.fills.map(({ id, price, quantity }) => ({ id, price, quantity }))
-      })
-      const fills = yield* Effect.forEach(transition.fills, (fill) =>
-        Effect.map(ids.uuid, (id) => ({
-          id,
-          client_order_id: order.clientOrderId,
-          broker_fill_id: fill.id,
-          quantity: fill.quantity,
-          price: fill.price,
-          filled_at: order.fills.find((f) => f.id === fill.id)?.filledAt ?? now
-        })))
-      const row = {
-        id: OrderId.make(yield* ids.uuid),
-        intent_id: intentId,
-        client_order_id: order.clientOrderId,
-        broker_order_id: order.brokerOrderId,
-        status: order.status,
-        created_at: now,
-        updated_at: now
-      }
-      const next = nextWork(intentId, followUp, { status: transition.status, cancelRequested: state.cancelRequested }, now)
-      return { intentId, transition, done, row, fills, next }
+  /**
+   * What recording a word on an intent in `state` writes: the transition, the order, its new fills
+   * and the work that follows.
+   *
+   * This and the recording's other steps are functions made once, their steps in loops rather than
+   * callbacks made for each batch: V8 keeps a function's compiled code only while one of its
+   * closures lives, so callbacks made anew for each batch were compiled again after every full
+   * collection.
+   */
+  const planOf = Effect.fnUntraced(function*({ done, followUp, intentId, order, via }: Heard, state: Outbox.LockedState, now: DateTime.Utc) {
+    const transition = applyOrderUpdate(state, {
+      status: order.status,
+      reason: via === undefined ? order.reason : heardReason(order, state.cancelRequested),
+      fills: order.fills.map(fillTerms)
     })
+    const fills: Array<typeof OrderFill.Type> = []
+    for (const fill of transition.fills) {
+      fills.push({
+        id: yield* ids.uuid,
+        client_order_id: order.clientOrderId,
+        broker_fill_id: fill.id,
+        quantity: fill.quantity,
+        price: fill.price,
+        filled_at: filledAtOf(order, fill.id) ?? now
+      })
+    }
+    const row = {
+      id: OrderId.make(yield* ids.uuid),
+      intent_id: intentId,
+      client_order_id: order.clientOrderId,
+      broker_order_id: order.brokerOrderId,
+      status: order.status,
+      created_at: now,
+      updated_at: now
+    }
+    const next = nextWork(intentId, followUp, { status: transition.status, cancelRequested: state.cancelRequested }, now)
+    return { intentId, transition, done, row, fills, next }
+  })
 
   /**
    * Records the broker's word about orders, each of a different intent: the intents locked and
@@ -187,34 +213,46 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
    * events and the jobs' ends in one, whatever their number. A heard word the lock shows not to
    * be recorded is answered with none.
    */
-  const recordEach = (recordings: ReadonlyArray<Heard>, now: DateTime.Utc) =>
-    Effect.gen(function*() {
-      const states = yield* lockStates(recordings.map(({ intentId }) => intentId))
-      const planned = yield* Effect.forEach(recordings, (recording) =>
-        Effect.gen(function*() {
-          const { intentId, via } = recording
-          const state = states.get(intentId)
-          // A word heard on a connection's stream is left out when the intent is gone, final, or
-          // routed elsewhere; any other word about an intent that vanished is a defect.
-          if (state === undefined) return via === undefined ? yield* Effect.dieMessage(`intent ${intentId} vanished`) : undefined
-          if (via !== undefined && (state.brokerId !== via || isFinal(state.status))) return undefined
-          return yield* planOf(recording, state, now)
-        }))
-      const written = planned.filter((plan) => plan !== undefined)
-      const [first, ...rest] = written
-      if (first === undefined) return planned.map(() => Option.none<Transition>())
-      yield* saveOrders({ orders: [first.row, ...rest.map(({ row }) => row)], fills: written.flatMap(({ fills }) => fills) })
-      // Every intent whose orders and fills were saved is written now: a changed one by its
-      // transition, the others by rebuilding their documents; the work that follows is queued.
-      const unchanged = written.filter(({ transition }) => !transition.changed).map(({ intentId }) => intentId)
-      const next = written.flatMap(({ next }) => next === undefined ? [] : [next])
-      yield* applyAll(
-        written,
-        DateTime.toDate(now),
-        endings(written, [...rebuildDocuments(unchanged), ...(next.length === 0 ? [] : [transitions.queued(next, now)])])
-      )
-      return planned.map((plan) => plan === undefined ? Option.none<Transition>() : Option.some(plan.transition))
-    })
+  const recordEach = Effect.fnUntraced(function*(recordings: ReadonlyArray<Heard>, now: DateTime.Utc) {
+    const intentIds: Array<IntentId> = []
+    for (const { intentId } of recordings) intentIds.push(intentId)
+    const states = yield* lockStates(intentIds)
+    const answers: Array<Option.Option<Transition>> = []
+    const written: Array<Plan> = []
+    const orders: Array<Plan["row"]> = []
+    const fills: Array<typeof OrderFill.Type> = []
+    const unchanged: Array<IntentId> = []
+    const next: Array<Outbox.Work> = []
+    for (const recording of recordings) {
+      const { intentId, via } = recording
+      const state = states.get(intentId)
+      // A word heard on a connection's stream is left out when the intent is gone, final, or
+      // routed elsewhere; any other word about an intent that vanished is a defect.
+      if (state === undefined && via === undefined) return yield* Effect.dieMessage(`intent ${intentId} vanished`)
+      if (state === undefined || (via !== undefined && (state.brokerId !== via || isFinal(state.status)))) {
+        answers.push(Option.none())
+        continue
+      }
+      const plan = yield* planOf(recording, state, now)
+      answers.push(Option.some(plan.transition))
+      written.push(plan)
+      orders.push(plan.row)
+      fills.push(...plan.fills)
+      if (!plan.transition.changed) unchanged.push(intentId)
+      if (plan.next !== undefined) next.push(plan.next)
+    }
+    const [first, ...rest] = orders
+    if (first === undefined) return answers
+    yield* saveOrders({ orders: [first, ...rest], fills })
+    // Every intent whose orders and fills were saved is written now: a changed one by its
+    // transition, the others by rebuilding their documents; the work that follows is queued.
+    yield* applyAll(
+      written,
+      DateTime.toDate(now),
+      endings(written, [...rebuildDocuments(unchanged), ...(next.length === 0 ? [] : [transitions.queued(next, now)])])
+    )
+    return answers
+  })
 
   /**
    * The intent of a submission's answer as its job's claim read it, when that claim found no order
@@ -252,12 +290,15 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
     lastWritten.set(intentId, standing)
   }
 
+  /** What recording one word writes (see `planOf`). */
+  type Plan = Effect.Effect.Success<ReturnType<typeof planOf>>
+
   /** What one write of an unlocked recording carries for an intent (see `fold`). */
   interface Folded {
     /** Where the write was decided: the intent as read or claimed, or as the last write left it. */
     readonly standing: Standing
     /** The write: the order's row and new fills, the last word's transition, the work that follows. */
-    readonly plan: Effect.Effect.Success<ReturnType<typeof planOf>>
+    readonly plan: Plan
     /** The jobs the words end. */
     readonly dones: ReadonlyArray<NonNullable<Heard["done"]>>
     /** Each word written, by its index in the batch, with its own transition. */
@@ -275,97 +316,104 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
    * an intent found final or routed elsewhere is `skipped` (answered with none). `used` counts the
    * words taken, written or skipped.
    */
-  const fold = (words: ReadonlyArray<readonly [number, Heard]>, standing: Standing, now: DateTime.Utc) =>
-    Effect.gen(function*() {
-      let state = standing.state
-      let plan: Folded["plan"] | undefined
-      const dones: Array<NonNullable<Heard["done"]>> = []
-      const written: Array<readonly [number, Transition]> = []
-      const skipped: Array<number> = []
-      let used = 0
-      for (const [index, recording] of words) {
-        if (plan !== undefined && (plan.transition.changed || recording.order.clientOrderId !== plan.row.client_order_id)) break
-        used++
-        if (recording.via !== undefined && (state.brokerId !== recording.via || isFinal(state.status))) {
-          skipped.push(index)
-          continue
-        }
-        const next = yield* planOf(recording, state, now)
-        state = after(state, next.transition)
-        if (recording.done !== undefined) dones.push(recording.done)
-        written.push([index, next.transition])
-        plan = plan === undefined ? next : {
-          ...next,
-          row: { ...plan.row, ...next.row, id: plan.row.id, status: nextOrderStatus(plan.row.status, next.row.status) },
-          fills: [...plan.fills, ...next.fills],
-          next: isFinal(state.status) ? undefined : next.next ?? plan.next
-        }
+  const fold = Effect.fnUntraced(function*(words: ReadonlyArray<readonly [number, Heard]>, standing: Standing, now: DateTime.Utc) {
+    let state = standing.state
+    let plan: Folded["plan"] | undefined
+    const dones: Array<NonNullable<Heard["done"]>> = []
+    const written: Array<readonly [number, Transition]> = []
+    const skipped: Array<number> = []
+    let used = 0
+    for (const [index, recording] of words) {
+      if (plan !== undefined && (plan.transition.changed || recording.order.clientOrderId !== plan.row.client_order_id)) break
+      used++
+      if (recording.via !== undefined && (state.brokerId !== recording.via || isFinal(state.status))) {
+        skipped.push(index)
+        continue
       }
-      const folded: Folded | undefined = plan === undefined ? undefined : { standing, plan, dones, words: written, state }
-      return { folded, skipped, used }
-    })
+      const next = yield* planOf(recording, state, now)
+      state = after(state, next.transition)
+      if (recording.done !== undefined) dones.push(recording.done)
+      written.push([index, next.transition])
+      plan = plan === undefined ? next : {
+        ...next,
+        row: { ...plan.row, ...next.row, id: plan.row.id, status: nextOrderStatus(plan.row.status, next.row.status) },
+        fills: [...plan.fills, ...next.fills],
+        next: isFinal(state.status) ? undefined : next.next ?? plan.next
+      }
+    }
+    const folded: Folded | undefined = plan === undefined ? undefined : { standing, plan, dones, words: written, state }
+    return { folded, skipped, used }
+  })
 
   /**
    * Writes about different intents, without locks, in one statement (see `recordUnlocked`), each
    * decided on where its intent stood; each answered with the version of the row written, or none
    * if its intent no longer stood so.
    */
-  const writeUnlocked = (folds: ReadonlyArray<Folded>, now: DateTime.Utc) =>
-    Effect.gen(function*() {
-      const changes = yield* Effect.forEach(folds, ({ plan: { intentId, transition }, standing: { assumed, version } }) =>
-        Effect.map(transition.changed ? newEventId : Effect.succeed(null), (eventId) => ({
-          intent_id: intentId,
-          assumed,
-          version,
-          status: transition.status,
-          status_reason: transition.reason,
-          changed: transition.changed,
-          final: transition.changed && isFinal(transition.status),
-          event_id: eventId,
-          type: eventType(transition.status)
-        })))
-      const at = DateTime.toDate(now)
-      const intentIds = uuidArray(sql, folds.map(({ plan }) => plan.intentId))
-      const among = sql`SELECT id FROM locked`
-      const next = folds.flatMap(({ plan: { next } }) => next === undefined ? [] : [next])
-      const rows = yield* sql`${prepared}
-        WITH claimed AS (
-          SELECT * FROM json_to_recordset(${JSON.stringify(changes)}::json) AS c(${sql.literal(UNLOCKED_RECORDSET)})
-        ), locked AS (
-          SELECT i.id FROM intents i JOIN claimed c ON c.intent_id = i.id
-          WHERE i.id = ANY(${intentIds}) AND CASE WHEN c.version IS NULL
-            THEN i.status = c.assumed AND i.cancel_requested_at IS NULL AND json_array_length(i.document -> 'orders') = 0
-            ELSE i.xmin = c.version::xid END
-          ORDER BY i.id FOR UPDATE OF i SKIP LOCKED
-        ), ${
-        ordersSaved(
-          encodeOrders(folds.map(({ plan }) => plan.row)),
-          encodeFills(folds.flatMap(({ plan }) => plan.fills)),
-          among
-        )
-      },
-        written AS (
-          UPDATE intents SET status = c.status,
-            status_reason = CASE WHEN c.changed THEN c.status_reason ELSE intents.status_reason END,
-            updated_at = CASE WHEN c.changed THEN ${at} ELSE intents.updated_at END
-          FROM claimed c JOIN locked l ON l.id = c.intent_id
-          WHERE intents.id = c.intent_id AND intents.id = ANY(${intentIds})
-            AND (SELECT count(*) FROM saved) + (SELECT count(*) FROM fills_saved) >= 0
-          RETURNING intents.*, intents.xmin::text AS version, c.changed, c.event_id, c.type
-        ), ${Outbox.eventTables(sql, sql`written i WHERE i.changed`, { id: sql`i.event_id`, type: sql`i.type`, at: sql`${at}` })},
-        ${finishJobs(folds.flatMap(({ dones }) => dones.map(claimOf)), among)},
-        jobs_moot AS (
-          DELETE FROM routing_jobs WHERE intent_id IN (SELECT intent_id FROM claimed WHERE final)
-            AND intent_id IN (${among}) AND locked_until IS NULL
-        ), ${transitions.queued(next, now, among)}
-        SELECT set_config('tir.documents_rebuilt_by', statement_timestamp()::text, true),
-          ${sql.literal(Outbox.DELIVERIES_DUE)}, ${sql.literal(Outbox.EVENTS_WRITTEN)},
-          COALESCE((SELECT json_agg(json_build_object('id', id, 'version', version)) FROM written), '[]')::text AS written`
-      const [{ written } = { written: [] }] = yield* decodeWritten(rows)
-      if (written.length > 0) countUnlocked(written.length)
-      const versions = new Map(written.map(({ id, version }) => [id, version]))
-      return folds.map((folded) => ({ ...folded, version: versions.get(folded.plan.intentId) }))
-    })
+  const writeUnlocked = Effect.fnUntraced(function*(folds: ReadonlyArray<Folded>, now: DateTime.Utc) {
+    const changes = []
+    const toWrite: Array<IntentId> = []
+    const rows: Array<Plan["row"]> = []
+    const fills: Array<typeof OrderFill.Type> = []
+    const dones: Array<ReturnType<typeof claimOf>> = []
+    const next: Array<Outbox.Work> = []
+    for (const { dones: ended, plan, standing: { assumed, version } } of folds) {
+      const { intentId, transition } = plan
+      changes.push({
+        intent_id: intentId,
+        assumed,
+        version,
+        status: transition.status,
+        status_reason: transition.reason,
+        changed: transition.changed,
+        final: transition.changed && isFinal(transition.status),
+        event_id: transition.changed ? yield* newEventId : null,
+        type: eventType(transition.status)
+      })
+      toWrite.push(intentId)
+      rows.push(plan.row)
+      fills.push(...plan.fills)
+      for (const done of ended) dones.push(claimOf(done))
+      if (plan.next !== undefined) next.push(plan.next)
+    }
+    const at = DateTime.toDate(now)
+    const intentIds = uuidArray(sql, toWrite)
+    const among = sql`SELECT id FROM locked`
+    const answer = yield* sql`${prepared}
+      WITH claimed AS (
+        SELECT * FROM json_to_recordset(${JSON.stringify(changes)}::json) AS c(${sql.literal(UNLOCKED_RECORDSET)})
+      ), locked AS (
+        SELECT i.id FROM intents i JOIN claimed c ON c.intent_id = i.id
+        WHERE i.id = ANY(${intentIds}) AND CASE WHEN c.version IS NULL
+          THEN i.status = c.assumed AND i.cancel_requested_at IS NULL AND json_array_length(i.document -> 'orders') = 0
+          ELSE i.xmin = c.version::xid END
+        ORDER BY i.id FOR UPDATE OF i SKIP LOCKED
+      ), ${ordersSaved(encodeOrders(rows), encodeFills(fills), among)},
+      written AS (
+        UPDATE intents SET status = c.status,
+          status_reason = CASE WHEN c.changed THEN c.status_reason ELSE intents.status_reason END,
+          updated_at = CASE WHEN c.changed THEN ${at} ELSE intents.updated_at END
+        FROM claimed c JOIN locked l ON l.id = c.intent_id
+        WHERE intents.id = c.intent_id AND intents.id = ANY(${intentIds})
+          AND (SELECT count(*) FROM saved) + (SELECT count(*) FROM fills_saved) >= 0
+        RETURNING intents.*, intents.xmin::text AS version, c.changed, c.event_id, c.type
+      ), ${Outbox.eventTables(sql, sql`written i WHERE i.changed`, { id: sql`i.event_id`, type: sql`i.type`, at: sql`${at}` })},
+      ${finishJobs(dones, among)},
+      jobs_moot AS (
+        DELETE FROM routing_jobs WHERE intent_id IN (SELECT intent_id FROM claimed WHERE final)
+          AND intent_id IN (${among}) AND locked_until IS NULL
+      ), ${transitions.queued(next, now, among)}
+      SELECT set_config('tir.documents_rebuilt_by', statement_timestamp()::text, true),
+        ${sql.literal(Outbox.DELIVERIES_DUE)}, ${sql.literal(Outbox.EVENTS_WRITTEN)},
+        COALESCE((SELECT json_agg(json_build_object('id', id, 'version', version)) FROM written), '[]')::text AS written`
+    const [{ written } = { written: [] }] = yield* decodeWritten(answer)
+    if (written.length > 0) countUnlocked(written.length)
+    const versions = new Map<IntentId, string>()
+    for (const { id, version } of written) versions.set(id, version)
+    const answers: Array<Folded & { readonly version: string | undefined }> = []
+    for (const folded of folds) answers.push({ ...folded, version: versions.get(folded.plan.intentId) })
+    return answers
+  })
 
   /**
    * Records words without locks: no lock is held between round trips, and a write is one round trip
@@ -386,65 +434,65 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
    * indexes; an intent gone or changed meanwhile is left to the locking recording, with every later
    * word about it.
    */
-  const recordUnlocked = (recordings: ReadonlyArray<Heard>, now: DateTime.Utc) =>
-    Effect.gen(function*() {
-      const answers = new Map<number, Option.Option<Transition>>()
-      // Each intent's words still to write, in the order they arrived, by their indexes in the batch.
-      const pending = new Map<IntentId, Array<readonly [number, Heard]>>()
-      recordings.forEach((recording, index) => {
-        const words = pending.get(recording.intentId)
-        if (words === undefined) pending.set(recording.intentId, [[index, recording]])
-        else words.push([index, recording])
-      })
-      // Where each intent stands for its next write (kept from the last batch, or as its job's
-      // claim read it); undefined once it is left to the lock.
-      const known = new Map<IntentId, Standing | undefined>()
+  const recordUnlocked = Effect.fnUntraced(function*(recordings: ReadonlyArray<Heard>, now: DateTime.Utc) {
+    const answers = new Map<number, Option.Option<Transition>>()
+    // Each intent's words still to write, in the order they arrived, by their indexes in the batch.
+    const pending = new Map<IntentId, Array<readonly [number, Heard]>>()
+    for (const [index, recording] of recordings.entries()) {
+      const words = pending.get(recording.intentId)
+      if (words === undefined) pending.set(recording.intentId, [[index, recording]])
+      else words.push([index, recording])
+    }
+    // Where each intent stands for its next write (kept from the last batch, or as its job's
+    // claim read it); undefined once it is left to the lock.
+    const known = new Map<IntentId, Standing | undefined>()
+    for (const [intentId, words] of pending) {
+      const kept = lastWritten.get(intentId)
+      lastWritten.delete(intentId)
+      const claimed = kept === undefined && words[0] !== undefined ? claimedState(words[0][1]) : undefined
+      const standing = kept ?? (claimed === undefined ? undefined : { state: claimed, assumed: claimed.status, version: null })
+      if (standing !== undefined) known.set(intentId, standing)
+    }
+    const unknown: Array<IntentId> = []
+    for (const intentId of pending.keys()) if (!known.has(intentId)) unknown.push(intentId)
+    const read = yield* Effect.catchAllCause(transitions.readStates(unknown), underLocks)
+    if (read === undefined) return answers
+    for (const intentId of pending.keys()) {
+      const state = read.get(intentId)
+      if (!known.has(intentId)) known.set(intentId, state === undefined ? undefined : { state, assumed: null, version: state.version })
+    }
+    for (;;) {
+      const folds: Array<Folded> = []
       for (const [intentId, words] of pending) {
-        const kept = lastWritten.get(intentId)
+        const standing = known.get(intentId)
+        const { folded, skipped, used } = standing === undefined
+          ? { folded: undefined, skipped: [], used: words.length }
+          : yield* fold(words, standing, now)
+        for (const index of skipped) answers.set(index, Option.none())
+        if (folded !== undefined) folds.push(folded)
+        if (used < words.length) pending.set(intentId, words.slice(used))
+        else pending.delete(intentId)
+      }
+      if (folds.length === 0) return answers
+      // Should a statement fail (it then wrote nothing), its words and every later one go under locks.
+      const written = yield* Effect.catchAllCause(writeUnlocked(folds, now), underLocks)
+      if (written === undefined) return answers
+      for (const { plan: { intentId }, state, version, words } of written) {
         lastWritten.delete(intentId)
-        const claimed = kept === undefined && words[0] !== undefined ? claimedState(words[0][1]) : undefined
-        const standing = kept ?? (claimed === undefined ? undefined : { state: claimed, assumed: claimed.status, version: null })
-        if (standing !== undefined) known.set(intentId, standing)
-      }
-      const read = yield* transitions.readStates([...pending.keys()].filter((intentId) => !known.has(intentId))).pipe(
-        Effect.catchAllCause(underLocks)
-      )
-      if (read === undefined) return answers
-      for (const intentId of pending.keys()) {
-        const state = read.get(intentId)
-        if (!known.has(intentId)) known.set(intentId, state === undefined ? undefined : { state, assumed: null, version: state.version })
-      }
-      for (;;) {
-        const folds: Array<Folded> = []
-        for (const [intentId, words] of pending) {
-          const standing = known.get(intentId)
-          const { folded, skipped, used } = standing === undefined
-            ? { folded: undefined, skipped: [], used: words.length }
-            : yield* fold(words, standing, now)
-          for (const index of skipped) answers.set(index, Option.none())
-          if (folded !== undefined) folds.push(folded)
-          if (used < words.length) pending.set(intentId, words.slice(used))
-          else pending.delete(intentId)
+        if (version === undefined) {
+          known.set(intentId, undefined)
+          continue
         }
-        if (folds.length === 0) return answers
-        // Should a statement fail (it then wrote nothing), its words and every later one go under locks.
-        const written = yield* writeUnlocked(folds, now).pipe(Effect.catchAllCause(underLocks))
-        if (written === undefined) return answers
-        for (const { plan: { intentId }, state, version, words } of written) {
-          lastWritten.delete(intentId)
-          if (version === undefined) {
-            known.set(intentId, undefined)
-            continue
-          }
-          for (const [index, transition] of words) answers.set(index, Option.some(transition))
-          const standing = { state, assumed: null, version }
-          known.set(intentId, standing)
-          // A final intent is kept only when a stream's word made it so: the submission's answer
-          // may still be on its way, and finds it here.
-          if (!isFinal(state.status) || words.some(([index]) => recordings[index]?.via !== undefined)) keep(intentId, standing)
-        }
+        for (const [index, transition] of words) answers.set(index, Option.some(transition))
+        const standing = { state, assumed: null, version }
+        known.set(intentId, standing)
+        // A final intent is kept only when a stream's word made it so: the submission's answer
+        // may still be on its way, and finds it here.
+        if (!isFinal(state.status) || heardOnStream(recordings, words)) keep(intentId, standing)
       }
-    }).pipe(Tracing.span("RoutingRepository.recordUnlocked", { attributes: { "batch.size": recordings.length } }))
+    }
+  }, (effect, recordings) =>
+    Tracing.span("RoutingRepository.recordUnlocked", { attributes: { "batch.size": recordings.length } })(effect))
 
   /**
    * Records in one transaction, in rounds of distinct intents: a second word about an intent is
@@ -488,20 +536,20 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
    * submissions' answers about intents still as their claims read them in one statement without
    * locks, the rest (and any of those that found their intent changed) in one transaction.
    */
-  const recordBatch = (recordings: ReadonlyArray<Heard>) =>
-    Effect.gen(function*() {
-      const unlocked = yield* recordUnlocked(recordings, yield* DateTime.now).pipe(
-        Effect.catchAllCause((cause) => Effect.as(underLocks(cause), new Map<number, Option.Option<Transition>>()))
-      )
-      const rest = recordings.filter((_, index) => !unlocked.has(index))
-      const locked = rest.length === 0 ? [] : yield* recordLocked(rest)
-      let next = 0
-      return recordings.map((_, index): Exit.Exit<Option.Option<Transition>> => {
-        const answer = unlocked.get(index)
-        if (answer !== undefined) return Exit.succeed(answer)
-        return locked[next++] ?? Exit.die(new Error("a recording went unanswered"))
-      })
-    }).pipe(Tracing.span("RoutingRepository.recordBatch", { attributes: { "batch.size": recordings.length } }))
+  const noneUnlocked = (cause: Cause.Cause<unknown>) => Effect.as(underLocks(cause), new Map<number, Option.Option<Transition>>())
+  const recordBatch = Effect.fnUntraced(function*(recordings: ReadonlyArray<Heard>) {
+    const unlocked = yield* Effect.catchAllCause(recordUnlocked(recordings, yield* DateTime.now), noneUnlocked)
+    const rest: Array<Heard> = []
+    for (const [index, recording] of recordings.entries()) if (!unlocked.has(index)) rest.push(recording)
+    const locked = rest.length === 0 ? [] : yield* recordLocked(rest)
+    let next = 0
+    const answers: Array<Exit.Exit<Option.Option<Transition>>> = []
+    for (let index = 0; index < recordings.length; index++) {
+      const answer = unlocked.get(index)
+      answers.push(answer !== undefined ? Exit.succeed(answer) : locked[next++] ?? Exit.die(new Error("a recording went unanswered")))
+    }
+    return answers
+  }, (effect, recordings) => Tracing.span("RoutingRepository.recordBatch", { attributes: { "batch.size": recordings.length } })(effect))
   const recordBatched = yield* Batched.makeMany(recordBatch, {
     name: "routing_record",
     maxBatch: 100,
