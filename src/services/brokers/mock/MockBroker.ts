@@ -7,6 +7,7 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { BrokerUnavailable } from "../../../domain/Broker.js"
+import type { BrokerId } from "../../../domain/Ids.js"
 import { decide, REFERENCE_PRICE } from "../../../domain/MockExchange.js"
 import * as Batched from "../../../sql/Batched.js"
 import { orDie } from "../../../sql/Defects.js"
@@ -47,6 +48,20 @@ const decideOrder = (
   })
 }
 
+/** A decided order with the price it was decided at. */
+type PricedOrder = MockBook.BookOrder & { readonly price: number }
+
+const unpriced = ({ price: _, ...order }: PricedOrder): MockBook.BookOrder => order
+
+const unpricedAll = (orders: ReadonlyArray<PricedOrder>) => {
+  const result: Array<MockBook.BookOrder> = []
+  for (const order of orders) result.push(unpriced(order))
+  return result
+}
+
+/** Where a submission's price is kept: its symbol's for its connection's user. */
+const keyOf = ({ connection, spec }: Submission) => MockBook.priceKey(connection.id, spec.symbol)
+
 /** The most prices a mock broker keeps from its last reads. */
 const KNOWN_PRICES = 10_000
 
@@ -66,64 +81,74 @@ export const make = Effect.gen(function*() {
    * are kept; beyond that the map starts again.
    */
   const lastPrices = new Map<string, number>()
-  const unpriced = ({ price: _, ...order }: MockBook.BookOrder & { readonly price: number }): MockBook.BookOrder => order
 
   /**
-   * Decides the submissions at `priceOf` each and places the orders (a client order id given twice
-   * is placed once), into `answers` by index: with `held`, each only if its price still holds, the
-   * others left unanswered.
+   * Decides the submissions at their prices in `prices` (by `priceKey`; the reference price when
+   * none) and places the orders (a client order id given twice is placed once), into `answers` by
+   * index: with `held`, each only if its price still holds, the others left unanswered.
+   *
+   * This and `submitAll` are functions made once, their steps in loops: V8 keeps a function's
+   * compiled code only while one of its closures lives, so callbacks made for each batch were
+   * compiled again after every full collection.
    */
-  const decideAndPlace = (
+  const decideAndPlace = Effect.fnUntraced(function*(
     submissions: ReadonlyArray<readonly [number, Submission]>,
-    priceOf: (submission: Submission) => number,
+    prices: ReadonlyMap<string, number>,
     now: DateTime.Utc,
     answers: Array<Exit.Exit<BrokerOrder, BrokerUnavailable> | undefined>,
     held: boolean
-  ) =>
-    Effect.gen(function*() {
-      const orders = new Map<string, MockBook.BookOrder & { readonly price: number }>()
-      for (const [index, submission] of submissions) {
-        const price = priceOf(submission)
-        const order = decideOrder(submission, price, now)
-        if (Either.isLeft(order)) answers[index] = Exit.fail(order.left)
-        else orders.set(order.right.client_order_id, { ...order.right, price })
-      }
-      const [first, ...rest] = orders.values()
-      if (first === undefined) return
-      const placed = held
-        ? yield* book.placeAt([first, ...rest])
-        : yield* book.place([unpriced(first), ...rest.map(unpriced)])
-      const placedById = new Map(placed.map((row) => [row.client_order_id, row]))
-      for (const [index, { clientOrderId }] of submissions) {
-        if (answers[index] !== undefined) continue
-        const row = placedById.get(clientOrderId)
-        if (row !== undefined) answers[index] = Exit.succeed(MockBook.toBrokerOrder(row, now))
-        else if (!held) answers[index] = Exit.die(new Error(`mock order ${clientOrderId} was not placed`))
-      }
-    })
+  ) {
+    const orders = new Map<string, PricedOrder>()
+    for (const [index, submission] of submissions) {
+      const price = prices.get(keyOf(submission)) ?? REFERENCE_PRICE
+      const order = decideOrder(submission, price, now)
+      if (Either.isLeft(order)) answers[index] = Exit.fail(order.left)
+      else orders.set(order.right.client_order_id, { ...order.right, price })
+    }
+    const [first, ...rest] = orders.values()
+    if (first === undefined) return
+    const placed = held ? yield* book.placeAt([first, ...rest]) : yield* book.place([unpriced(first), ...unpricedAll(rest)])
+    const placedById = new Map<string, MockBook.BookOrder>()
+    for (const row of placed) placedById.set(row.client_order_id, row)
+    for (const [index, { clientOrderId }] of submissions) {
+      if (answers[index] !== undefined) continue
+      const row = placedById.get(clientOrderId)
+      if (row !== undefined) answers[index] = Exit.succeed(MockBook.toBrokerOrder(row, now))
+      else if (!held) answers[index] = Exit.die(new Error(`mock order ${clientOrderId} was not placed`))
+    }
+  })
 
   /**
    * Decides and places orders, each at its symbol's price for its connection's user. First at the
    * prices last read, placed in one statement where they still hold; the rest (prices not read
    * yet, or moved since) at the prices read now, in one statement and one more.
    */
-  const submitAll = (submissions: ReadonlyArray<Submission>) =>
-    Effect.gen(function*() {
-      const now = yield* DateTime.now
-      const answers: Array<Exit.Exit<BrokerOrder, BrokerUnavailable> | undefined> = submissions.map(() => undefined)
-      const keyOf = ({ connection, spec }: Submission) => MockBook.priceKey(connection.id, spec.symbol)
-      const known = submissions.flatMap((submission, index) =>
-        lastPrices.has(keyOf(submission)) ? [[index, submission] as const] : [])
-      yield* decideAndPlace(known, (submission) => lastPrices.get(keyOf(submission)) ?? REFERENCE_PRICE, now, answers, true)
-      const rest = submissions.flatMap((submission, index) => answers[index] === undefined ? [[index, submission] as const] : [])
-      if (rest.length > 0) {
-        const prices = yield* book.pricesFor(rest.map(([, { connection, spec }]) => ({ connectionId: connection.id, symbol: spec.symbol })))
-        if (lastPrices.size + rest.length > KNOWN_PRICES) lastPrices.clear()
-        for (const [, submission] of rest) lastPrices.set(keyOf(submission), prices.get(keyOf(submission)) ?? REFERENCE_PRICE)
-        yield* decideAndPlace(rest, (submission) => prices.get(keyOf(submission)) ?? REFERENCE_PRICE, now, answers, false)
-      }
-      return answers.map((answer) => answer ?? Exit.die(new Error("a submission went unanswered")))
-    })
+  const submitAll = Effect.fnUntraced(function*(submissions: ReadonlyArray<Submission>) {
+    const now = yield* DateTime.now
+    const answers: Array<Exit.Exit<BrokerOrder, BrokerUnavailable> | undefined> = []
+    const known: Array<readonly [number, Submission]> = []
+    for (const [index, submission] of submissions.entries()) {
+      answers.push(undefined)
+      if (lastPrices.has(keyOf(submission))) known.push([index, submission])
+    }
+    yield* decideAndPlace(known, lastPrices, now, answers, true)
+    const rest: Array<readonly [number, Submission]> = []
+    const wanted: Array<{ readonly connectionId: BrokerId; readonly symbol: string }> = []
+    for (const [index, submission] of submissions.entries()) {
+      if (answers[index] !== undefined) continue
+      rest.push([index, submission])
+      wanted.push({ connectionId: submission.connection.id, symbol: submission.spec.symbol })
+    }
+    if (rest.length > 0) {
+      const prices = yield* book.pricesFor(wanted)
+      if (lastPrices.size + rest.length > KNOWN_PRICES) lastPrices.clear()
+      for (const [, submission] of rest) lastPrices.set(keyOf(submission), prices.get(keyOf(submission)) ?? REFERENCE_PRICE)
+      yield* decideAndPlace(rest, prices, now, answers, false)
+    }
+    const exits: Array<Exit.Exit<BrokerOrder, BrokerUnavailable>> = []
+    for (const answer of answers) exits.push(answer ?? Exit.die(new Error("a submission went unanswered")))
+    return exits
+  })
 
   /**
    * Submissions placed together share the two statements; should those fail, each is submitted
