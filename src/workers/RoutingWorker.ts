@@ -11,10 +11,22 @@ import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import { CANCELED_BY_CLIENT, endOfDay, isFinal } from "../domain/Routing.js"
 import { CREDENTIALS_REFUSED_REASON } from "../domain/Broker.js"
-import { type BrokerError, BrokerGateway, type BrokerOrder, type BrokerRejected } from "../services/brokers/BrokerGateway.js"
+import {
+  type BrokerError,
+  BrokerGateway,
+  type BrokerOrder,
+  type BrokerRejected,
+  type Submission
+} from "../services/brokers/BrokerGateway.js"
 import { ROUTING_CHANNEL } from "../sql/Channels.js"
 import { RoutingHandoff } from "../services/routing/RoutingHandoff.js"
-import { type FollowUp, type Job, type RoutingContext, RoutingRepository } from "../services/routing/RoutingRepository.js"
+import {
+  type FollowUp,
+  type Job,
+  type Recording,
+  type RoutingContext,
+  RoutingRepository
+} from "../services/routing/RoutingRepository.js"
 import * as JobLoop from "./JobLoop.js"
 import { delays } from "./RetryConfig.js"
 import * as Tracing from "../Tracing.js"
@@ -212,9 +224,11 @@ export const make = (options: RoutingOptions) =>
       }).pipe(traced(job))
 
     /** A submission no claim before this one may have acted on: placed without a lookup first. */
-    const untouched = (job: Job) =>
-      Option.filter(job.context, (context) =>
-        job.kind === "submit" && job.claims === 1 && !isFinal(context.status) && !context.cancelRequested && !context.hasOrder)
+    const untouched = (job: Job): RoutingContext | undefined => {
+      if (job.kind !== "submit" || job.claims !== 1 || Option.isNone(job.context)) return undefined
+      const context = job.context.value
+      return isFinal(context.status) || context.cancelRequested || context.hasOrder ? undefined : context
+    }
 
     /**
      * Jobs that start together (handed over together at creation, or claimed together), run as
@@ -222,51 +236,56 @@ export const make = (options: RoutingOptions) =>
      * and the orders that call placed are recorded in one transaction, which also queues what
      * follows those left open and ends their jobs. Whatever is left of a job (a broker that gave
      * no usable answer, every other kind of job) carries on alone, as `process` would take it from
-     * there.
+     * there. One function made once, its steps in loops: V8 keeps a function's compiled code only
+     * while one of its closures lives, so callbacks made for each batch were compiled again after
+     * every full collection.
      */
-    const processTogether = (
+    const processTogether = Effect.fnUntraced(function*(
       jobs: ReadonlyArray<Job>,
       each: (job: Job, work: Effect.Effect<void>) => Effect.Effect<void>,
       ended: (jobs: ReadonlyArray<Job>) => Effect.Effect<void>
-    ) =>
-      Effect.gen(function*() {
-        const alone: Array<readonly [Job, Effect.Effect<void>]> = []
-        const fresh: Array<{ readonly job: Job; readonly context: RoutingContext }> = []
-        for (const job of jobs) {
-          const context = untouched(job)
-          if (Option.isSome(context)) fresh.push({ job, context: context.value })
-          else alone.push([job, process(job)])
+    ) {
+      const alone: Array<readonly [Job, Effect.Effect<void>]> = []
+      const fresh: Array<{ readonly job: Job; readonly context: RoutingContext }> = []
+      const submissions: Array<Submission> = []
+      for (const job of jobs) {
+        const context = untouched(job)
+        if (context === undefined) {
+          alone.push([job, process(job)])
+          continue
         }
-        const answers = fresh.length === 0 ? [] : yield* broker.submitMany(
-          fresh.map(({ context }) => ({ connection: context.connection, clientOrderId: context.clientOrderId, spec: context.spec }))
-        )
-        const settled: Array<{ readonly job: Job; readonly context: RoutingContext; readonly order: BrokerOrder }> = []
-        fresh.forEach(({ context, job }, i) => {
-          const answer = answers[i] ?? Exit.die(new Error("a submission went unanswered"))
-          if (Exit.isSuccess(answer)) return settled.push({ job, context, order: answer.value })
-          const rest = Either.match(Cause.failureOrCause(answer.cause), {
-            onLeft: (error) => submit(context, job, Either.left(error)),
-            onRight: Effect.failCause
-          })
-          alone.push([job, traced(job)(rest)])
-        })
-        const now = yield* DateTime.now
-        const records = settled.length === 0 ? [] : yield* repository.recordMany(
-          settled.map(({ context, job, order }) => ({ intentId: context.intentId, order, done: job, followUp: followUpOf(context, now) }))
-        )
-        // A recorded job has ended with its recording: nothing is left of it, its slot is free.
-        const finished: Array<Job> = []
-        settled.forEach(({ job }, i) => {
-          const exit = records[i] ?? Exit.die(new Error("a recording went unanswered"))
-          if (Exit.isSuccess(exit)) finished.push(job)
-          else alone.push([job, exit])
-        })
-        yield* ended(finished)
-        const [first, ...others] = alone
-        if (first === undefined) return
-        if (others.length === 0) return yield* each(...first)
-        yield* Effect.forEach(alone, ([job, work]) => each(job, work), { concurrency: "unbounded", discard: true })
-      }).pipe(Tracing.span("RoutingWorker.processTogether", { attributes: { "batch.size": jobs.length } }))
+        fresh.push({ job, context })
+        submissions.push({ connection: context.connection, clientOrderId: context.clientOrderId, spec: context.spec })
+      }
+      const answers = fresh.length === 0 ? [] : yield* broker.submitMany(submissions)
+      const settled: Array<{ readonly job: Job; readonly order: BrokerOrder }> = []
+      const now = yield* DateTime.now
+      const recordings: Array<Recording> = []
+      for (const [i, { context, job }] of fresh.entries()) {
+        const answer = answers[i] ?? Exit.die(new Error("a submission went unanswered"))
+        if (Exit.isSuccess(answer)) {
+          settled.push({ job, order: answer.value })
+          recordings.push({ intentId: context.intentId, order: answer.value, done: job, followUp: followUpOf(context, now) })
+          continue
+        }
+        const failure = Cause.failureOrCause(answer.cause)
+        const rest = Either.isLeft(failure) ? submit(context, job, Either.left(failure.left)) : Effect.failCause(failure.right)
+        alone.push([job, traced(job)(rest)])
+      }
+      const records = recordings.length === 0 ? [] : yield* repository.recordMany(recordings)
+      // A recorded job has ended with its recording: nothing is left of it, its slot is free.
+      const finished: Array<Job> = []
+      for (const [i, { job }] of settled.entries()) {
+        const exit = records[i] ?? Exit.die(new Error("a recording went unanswered"))
+        if (Exit.isSuccess(exit)) finished.push(job)
+        else alone.push([job, exit])
+      }
+      yield* ended(finished)
+      const [first, ...others] = alone
+      if (first === undefined) return
+      if (others.length === 0) return yield* each(...first)
+      yield* Effect.forEach(alone, ([job, work]) => each(job, work), { concurrency: "unbounded", discard: true })
+    }, (effect, jobs) => Tracing.span("RoutingWorker.processTogether", { attributes: { "batch.size": jobs.length } })(effect))
 
     yield* JobLoop.run({
       name: "routing",

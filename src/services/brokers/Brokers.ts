@@ -10,7 +10,7 @@ import type { BrokerKind } from "../../domain/Account.js"
 import { BrokerRejected } from "../../domain/Broker.js"
 import * as AlpacaBroker from "./alpaca/AlpacaBroker.js"
 import type { AlpacaOptions } from "./alpaca/AlpacaConfig.js"
-import type { BrokerError, BrokerGateway, BrokerOrder } from "./BrokerGateway.js"
+import type { BrokerError, BrokerGateway, BrokerOrder, Submission } from "./BrokerGateway.js"
 import * as MockBroker from "./mock/MockBroker.js"
 import * as MetricSeries from "../../MetricSeries.js"
 
@@ -35,13 +35,14 @@ const outcomeOf = (exit: Exit.Exit<unknown, unknown>) => {
 type Operation = "submit" | "lookup" | "cancel"
 
 /** Records a call's duration under its broker, operation and outcome. */
-const recordDuration = (broker: BrokerKind, operation: Operation, exit: Exit.Exit<unknown, unknown>, seconds: number) =>
-  Effect.sync(() =>
-    requestDuration.unsafeUpdate(
-      seconds,
-      MetricSeries.labels(["broker", broker], ["operation", operation], ["outcome", outcomeOf(exit)])
-    )
+const observeDuration = (broker: BrokerKind, operation: Operation, exit: Exit.Exit<unknown, unknown>, seconds: number) =>
+  requestDuration.unsafeUpdate(
+    seconds,
+    MetricSeries.labels(["broker", broker], ["operation", operation], ["outcome", outcomeOf(exit)])
   )
+
+const recordDuration = (broker: BrokerKind, operation: Operation, exit: Exit.Exit<unknown, unknown>, seconds: number) =>
+  Effect.sync(() => observeDuration(broker, operation, exit, seconds))
 
 const timed = <A, E>(broker: BrokerKind, operation: Operation, call: Effect.Effect<A, E>) =>
   Effect.flatMap(Clock.currentTimeMillis, (started) =>
@@ -57,23 +58,34 @@ export const make = (options: BrokersOptions) =>
     }
     return identity<BrokerGateway["Type"]>({
       submit: (connection, order) => timed(connection.kind, "submit", brokers[connection.kind].submit(connection, order)),
-      // Each kind's orders go to its broker together; each order's duration is its batch's.
-      submitMany: (orders) =>
-        Effect.gen(function*() {
-          const answers: Array<Exit.Exit<BrokerOrder, BrokerError | BrokerRejected>> = []
-          for (const kind of new Set(orders.map((order) => order.connection.kind))) {
-            const mine = orders.flatMap((order, index) => order.connection.kind === kind ? [[index, order] as const] : [])
-            const started = yield* Clock.currentTimeMillis
-            const exits = yield* brokers[kind].submitMany(mine.map(([, order]) => order))
-            const seconds = ((yield* Clock.currentTimeMillis) - started) / 1000
-            yield* Effect.forEach(exits, (exit, i) => {
-              const index = mine[i]?.[0]
-              if (index !== undefined) answers[index] = exit
-              return recordDuration(kind, "submit", exit, seconds)
-            }, { discard: true })
+      // Each kind's orders go to its broker together; each order's duration is its batch's. One
+      // function made once, its steps in loops: V8 keeps a function's compiled code only while one
+      // of its closures lives, so callbacks made for each batch were compiled again after every
+      // full collection.
+      submitMany: Effect.fnUntraced(function*(orders: ReadonlyArray<Submission>) {
+        const kinds = new Set<BrokerKind>()
+        for (const order of orders) kinds.add(order.connection.kind)
+        const answers: Array<Exit.Exit<BrokerOrder, BrokerError | BrokerRejected>> = []
+        for (const kind of kinds) {
+          const indexes: Array<number> = []
+          const mine: Array<Submission> = []
+          for (const [index, order] of orders.entries()) {
+            if (order.connection.kind !== kind) continue
+            indexes.push(index)
+            mine.push(order)
           }
-          return orders.map((_, index) => answers[index] ?? Exit.die(new Error("a submission went unanswered")))
-        }),
+          const started = yield* Clock.currentTimeMillis
+          const exits = yield* brokers[kind].submitMany(mine)
+          const seconds = ((yield* Clock.currentTimeMillis) - started) / 1000
+          for (const [i, exit] of exits.entries()) {
+            const index = indexes[i]
+            if (index !== undefined) answers[index] = exit
+            observeDuration(kind, "submit", exit, seconds)
+          }
+        }
+        for (const [index] of orders.entries()) answers[index] ??= Exit.die(new Error("a submission went unanswered"))
+        return answers
+      }),
       lookup: (connection, order) => timed(connection.kind, "lookup", brokers[connection.kind].lookup(connection, order)),
       cancel: (connection, clientOrderId) =>
         timed(connection.kind, "cancel", brokers[connection.kind].cancel(connection, clientOrderId)),

@@ -3,7 +3,7 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import type { IntentId } from "../../domain/Ids.js"
 import type { Transition } from "../../domain/Routing.js"
-import type { RoutingRepository } from "./RoutingRepository.js"
+import type { Recording, RoutingRepository } from "./RoutingRepository.js"
 
 /**
  * One line per status change, once written: `intent filled`, with the intent, its reason and the
@@ -35,12 +35,16 @@ export const logged = (repository: RoutingRepository["Type"]): RoutingRepository
   recordHeard: (connectionId, intentId, order) =>
     Effect.tap(repository.recordHeard(connectionId, intentId, order), (recorded) =>
       Option.isSome(recorded) ? logChange(intentId)(recorded.value) : Effect.void),
-  recordMany: (recordings) =>
-    Effect.tap(repository.recordMany(recordings), (exits) =>
-      Effect.forEach(exits, (exit, i) => {
-        const recording = recordings[i]
-        return Exit.isSuccess(exit) && recording !== undefined ? logChange(recording.intentId)(exit.value) : Effect.void
-      }, { discard: true })),
+  // Made once, a loop rather than callbacks made for each batch, which V8 compiled again after
+  // every full collection.
+  recordMany: Effect.fnUntraced(function*(recordings: ReadonlyArray<Recording>) {
+    const exits = yield* repository.recordMany(recordings)
+    for (const [i, exit] of exits.entries()) {
+      const recording = recordings[i]
+      if (Exit.isSuccess(exit) && recording !== undefined) yield* logChange(recording.intentId)(exit.value)
+    }
+    return exits
+  }),
   fail: (intentId, reason, done) => Effect.tap(repository.fail(intentId, reason, done), logChange(intentId)),
   cancelLocally: (intentId, reason, done) =>
     Effect.tap(repository.cancelLocally(intentId, reason, done), logChange(intentId)),
