@@ -93,29 +93,30 @@ export const makeMany = <I, A, E, F = never>(
     let starting = false
     let stopped = false
 
-    const serve = (entries: ReadonlyArray<Entry<I, A, E | F>>) =>
-      Effect.sync(() => batchSize.unsafeUpdate(entries.length, series)).pipe(
-        Effect.zipRight(run(entries.map((entry) => entry.input))),
-        Effect.exit,
-        Effect.map((done) =>
-          Exit.match(done, {
-            onFailure: (cause) => entries.forEach((entry) => settle(entry, Exit.failCause(cause))),
-            onSuccess: (exits) =>
-              entries.forEach((entry, i) =>
-                settle(entry, exits[i] ?? Exit.die(new Error("a batch answered fewer calls than it took")))
-              )
-          })
-        ),
-        // Interrupted (the scope closing), the batch's inputs end with it.
-        Effect.onExit((exit) =>
-          Effect.sync(() => {
-            if (Exit.isFailure(exit)) entries.forEach((entry) => settle(entry, Exit.failCause(exit.cause)))
-            if (key !== undefined) entries.forEach((entry) => held.delete(key(entry.input)))
-            inFlight -= 1
-            startSoon()
-          })
-        )
-      )
+    /**
+     * Answers a batch's inputs with its outcome (failed or interrupted, the scope closing, each
+     * with its cause), and frees its slot and its keys. A plain function made once, like the
+     * steps of `serve`: V8 keeps a function's compiled code only while one of its closures lives,
+     * so callbacks made for each batch were compiled again after every full collection.
+     */
+    const finish = (entries: ReadonlyArray<Entry<I, A, E | F>>, done: Exit.Exit<ReadonlyArray<Exit.Exit<A, E>>>) => {
+      if (Exit.isSuccess(done)) {
+        for (const [i, entry] of entries.entries()) {
+          settle(entry, done.value[i] ?? Exit.die(new Error("a batch answered fewer calls than it took")))
+        }
+      } else {
+        for (const entry of entries) settle(entry, Exit.failCause(done.cause))
+      }
+      if (key !== undefined) for (const entry of entries) held.delete(key(entry.input))
+      inFlight -= 1
+      startSoon()
+    }
+
+    const serve = (entries: ReadonlyArray<Entry<I, A, E | F>>) => {
+      const inputs: Array<I> = []
+      for (const entry of entries) inputs.push(entry.input)
+      return Effect.onExit(run(inputs), (done) => Effect.sync(() => finish(entries, done)))
+    }
 
     /** The next batch's inputs, at most `maxBatch`, taken from those waiting: with `key`, none whose key is held. */
     const take = (): ReadonlyArray<Entry<I, A, E | F>> => {
@@ -131,7 +132,7 @@ export const makeMany = <I, A, E, F = never>(
         else left.push(entry)
       }
       waiting = left
-      entries.forEach((entry) => held.add(key(entry.input)))
+      for (const entry of entries) held.add(key(entry.input))
       return entries
     }
 
@@ -142,6 +143,7 @@ export const makeMany = <I, A, E, F = never>(
         const entries = take()
         if (entries.length === 0) return
         inFlight += 1
+        batchSize.unsafeUpdate(entries.length, series)
         fork(serve(entries))
       }
     }
@@ -170,12 +172,12 @@ export const makeMany = <I, A, E, F = never>(
           remaining: inputs.length,
           answer: (exits) => resume(Effect.succeed(exits))
         }
-        inputs.forEach((input, index) => {
+        for (const [index, input] of inputs.entries()) {
           const entry: Entry<I, A, E | F> = { input, group, index, settled: false }
-          if (stopped) return settle(entry, Exit.die(new Error(`${options.name}: the batches have stopped`)))
-          if (full !== undefined && queued() >= full.capacity) return settle(entry, Exit.fail(full.error()))
-          waiting.push(entry)
-        })
+          if (stopped) settle(entry, Exit.die(new Error(`${options.name}: the batches have stopped`)))
+          else if (full !== undefined && queued() >= full.capacity) settle(entry, Exit.fail(full.error()))
+          else waiting.push(entry)
+        }
         startSoon()
       })
   })
