@@ -103,8 +103,10 @@ export const run = <Job>(options: JobLoopOptions<Job>) =>
         releaseAll(jobs(), DEFECT_RETRY)
       )
 
-    const ended = (jobs: ReadonlyArray<Job>) =>
-      Effect.zipRight(Effect.sync(() => jobs.forEach((job) => claimed.delete(job))), Queue.offer(wake, undefined))
+    const ended = Effect.fnUntraced(function*(jobs: ReadonlyArray<Job>) {
+      for (const job of jobs) claimed.delete(job)
+      yield* Queue.offer(wake, undefined)
+    })
 
     /** A job's work, handed back when it fails or is interrupted; its slot freed when it ends. */
     const each = (job: Job, work: Effect.Effect<void>) =>
@@ -130,7 +132,7 @@ export const run = <Job>(options: JobLoopOptions<Job>) =>
       restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> = identity
     ) =>
       Effect.suspend(() => {
-        jobs.forEach((job) => claimed.add(job))
+        for (const job of jobs) claimed.add(job)
         return together !== undefined && jobs.length > 0
           ? FiberSet.run(fibers, restore(runTogether(jobs, together)))
           : Effect.forEach(jobs, (job) => FiberSet.run(fibers, restore(each(job, options.process(job)))), { discard: true })

@@ -451,26 +451,24 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
    * to be handed to it at commit: only while a worker takes them, and only when each creation
    * says which kind of broker it goes to (the worker's context needs it); null otherwise.
    */
-  const claimFor = (creations: ReadonlyArray<Creation>) =>
-    Effect.map(DateTime.now, (now) => {
-      const lease = Option.isSome(handoff) ? handoff.value.lease() : undefined
-      return lease === undefined || creations.some((creation) => creation.brokerKind === undefined)
-        ? null
-        : DateTime.addDuration(now, lease)
-    })
+  const claimFor = Effect.fnUntraced(function*(creations: ReadonlyArray<Creation>) {
+    const now = yield* DateTime.now
+    const lease = Option.isSome(handoff) ? handoff.value.lease() : undefined
+    if (lease === undefined) return null
+    for (const { brokerKind } of creations) if (brokerKind === undefined) return null
+    return DateTime.addDuration(now, lease)
+  })
 
   /**
    * Hands the submissions of the creations written to the routing worker, when their statement
-   * claimed them (`claimedUntil` set).
+   * claimed them (`claimedUntil` set). Called as a step of the creation's own generator.
    */
-  const handOver = (
-    claimedUntil: DateTime.Utc | null,
-    written: ReadonlyArray<Creation & { readonly input: NewIntent }>
-  ) =>
-    Effect.sync(() => {
-      if (claimedUntil === null || Option.isNone(handoff)) return
-      handoff.value.hand(written.flatMap(({ brokerKind, input }) => brokerKind === undefined ? [] : [submission(input, brokerKind)]))
-    })
+  const handOver = (claimedUntil: DateTime.Utc | null, written: ReadonlyArray<Creation & { readonly input: NewIntent }>) => {
+    if (claimedUntil === null || Option.isNone(handoff)) return
+    const submissions: Array<Job> = []
+    for (const { brokerKind, input } of written) if (brokerKind !== undefined) submissions.push(submission(input, brokerKind))
+    handoff.value.hand(submissions)
+  }
 
   const quotaExceeded = ({ quota }: Creation) => new QuotaExceeded({ retry_after: quota?.retryAfter ?? 0 })
 
@@ -490,7 +488,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
         if (existing === undefined && creation.quota !== undefined) return yield* quotaExceeded(creation)
         return yield* new DuplicateIntent({ existing: existing?.id })
       }
-      yield* handOver(claimedUntil, [{ ...creation, input }])
+      handOver(claimedUntil, [{ ...creation, input }])
       return intentCreated(input, creation.now)
     },
     orDie,
@@ -522,7 +520,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
         if (createdIds.has(creation.input.id)) written.push(creation)
         else notWritten.push(creation.input)
       }
-      yield* handOver(claimedUntil, written)
+      handOver(claimedUntil, written)
       const [first, ...rest] = notWritten
       const holders = first === undefined ? [] : yield* selectHolders([first, ...rest])
       const holderOf = new Map<string, IntentId>()
