@@ -9,6 +9,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Crypto from "node:crypto"
 import { AdminAuth, ApiKeyAuth } from "../api/Security.js"
+import type { ApiKey } from "../domain/Account.js"
 import { apiKeyMode } from "../domain/ApiKeyFormat.js"
 import { Forbidden, RateLimited, tooManyFailures, Unauthorized } from "../domain/Auth.js"
 import type { ApiKeyId } from "../domain/Ids.js"
@@ -65,7 +66,7 @@ const requestAndNow = Effect.withFiberRuntime<{
 )
 
 /** A key neither revoked nor expired at `now`. */
-const isUsable = (key: { readonly revoked_at: unknown; readonly expires_at: DateTime.Utc | null }, now: DateTime.Utc) =>
+const isUsable = (key: Pick<ApiKey, "revoked_at" | "expires_at">, now: DateTime.Utc) =>
   key.revoked_at === null && (key.expires_at === null || DateTime.lessThan(now, key.expires_at))
 
 const clientAddress = (request: HttpServerRequest.HttpServerRequest) =>
