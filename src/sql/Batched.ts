@@ -95,9 +95,8 @@ export const makeMany = <I, A, E, F = never>(
 
     /**
      * Answers a batch's inputs with its outcome (failed or interrupted, the scope closing, each
-     * with its cause), and frees its slot and its keys. A plain function made once, like the
-     * steps of `serve`: V8 keeps a function's compiled code only while one of its closures lives,
-     * so callbacks made for each batch were compiled again after every full collection.
+     * with its cause), and frees its slot and its keys. Made once, not per batch (see "Hot paths"
+     * in docs/development.md).
      */
     const finish = (entries: ReadonlyArray<Entry<I, A, E | F>>, done: Exit.Exit<ReadonlyArray<Exit.Exit<A, E>>>) => {
       if (Exit.isSuccess(done)) {

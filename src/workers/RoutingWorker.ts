@@ -236,9 +236,7 @@ export const make = (options: RoutingOptions) =>
      * and the orders that call placed are recorded in one transaction, which also queues what
      * follows those left open and ends their jobs. Whatever is left of a job (a broker that gave
      * no usable answer, every other kind of job) carries on alone, as `process` would take it from
-     * there. One function made once, its steps in loops: V8 keeps a function's compiled code only
-     * while one of its closures lives, so callbacks made for each batch were compiled again after
-     * every full collection.
+     * there. Made once, its steps in loops (see "Hot paths" in docs/development.md).
      */
     const processTogether = Effect.fnUntraced(function*(
       jobs: ReadonlyArray<Job>,

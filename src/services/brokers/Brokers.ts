@@ -58,10 +58,8 @@ export const make = (options: BrokersOptions) =>
     }
     return identity<BrokerGateway["Type"]>({
       submit: (connection, order) => timed(connection.kind, "submit", brokers[connection.kind].submit(connection, order)),
-      // Each kind's orders go to its broker together; each order's duration is its batch's. One
-      // function made once, its steps in loops: V8 keeps a function's compiled code only while one
-      // of its closures lives, so callbacks made for each batch were compiled again after every
-      // full collection.
+      // Each kind's orders go to its broker together; each order's duration is its batch's. Made
+      // once, its steps in loops (see "Hot paths" in docs/development.md).
       submitMany: Effect.fnUntraced(function*(orders: ReadonlyArray<Submission>) {
         const kinds = new Set<BrokerKind>()
         for (const order of orders) kinds.add(order.connection.kind)

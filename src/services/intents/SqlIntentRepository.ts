@@ -506,9 +506,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
    * as the batch would have.
    */
   const createBatch = Effect.fnUntraced(
-    // One function made once, its steps in loops: a callback made anew for each batch keeps its
-    // compiled code only while one of its closures lives, so V8 compiled such callbacks again after
-    // every full collection.
+    // Made once, its steps in loops (see "Hot paths" in docs/development.md).
     function*(creations: ReadonlyArray<Creation & { readonly input: NewIntent }>) {
       const claimedUntil = yield* claimFor(creations)
       const inserted = yield* insertCreations({ rows: creations.map(creationRow), claimed_until: claimedUntil })

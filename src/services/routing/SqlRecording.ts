@@ -172,10 +172,8 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
    * What recording a word on an intent in `state` writes: the transition, the order, its new fills
    * and the work that follows.
    *
-   * This and the recording's other steps are functions made once, their steps in loops rather than
-   * callbacks made for each batch: V8 keeps a function's compiled code only while one of its
-   * closures lives, so callbacks made anew for each batch were compiled again after every full
-   * collection.
+   * This and the recording's other steps are made once, their steps in loops (see "Hot paths" in
+   * docs/development.md).
    */
   const planOf = Effect.fnUntraced(function*({ done, followUp, intentId, order, via }: Heard, state: Outbox.LockedState, now: DateTime.Utc) {
     const transition = applyOrderUpdate(state, {

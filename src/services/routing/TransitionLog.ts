@@ -35,8 +35,7 @@ export const logged = (repository: RoutingRepository["Type"]): RoutingRepository
   recordHeard: (connectionId, intentId, order) =>
     Effect.tap(repository.recordHeard(connectionId, intentId, order), (recorded) =>
       Option.isSome(recorded) ? logChange(intentId)(recorded.value) : Effect.void),
-  // Made once, a loop rather than callbacks made for each batch, which V8 compiled again after
-  // every full collection.
+  // Made once, its steps in a loop (see "Hot paths" in docs/development.md).
   recordMany: Effect.fnUntraced(function*(recordings: ReadonlyArray<Recording>) {
     const exits = yield* repository.recordMany(recordings)
     for (const [i, exit] of exits.entries()) {

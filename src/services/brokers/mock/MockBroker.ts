@@ -53,12 +53,6 @@ type PricedOrder = MockBook.BookOrder & { readonly price: number }
 
 const unpriced = ({ price: _, ...order }: PricedOrder): MockBook.BookOrder => order
 
-const unpricedAll = (orders: ReadonlyArray<PricedOrder>) => {
-  const result: Array<MockBook.BookOrder> = []
-  for (const order of orders) result.push(unpriced(order))
-  return result
-}
-
 /** Where a submission's price is kept: its symbol's for its connection's user. */
 const keyOf = ({ connection, spec }: Submission) => MockBook.priceKey(connection.id, spec.symbol)
 
@@ -87,9 +81,8 @@ export const make = Effect.gen(function*() {
    * none) and places the orders (a client order id given twice is placed once), into `answers` by
    * index: with `held`, each only if its price still holds, the others left unanswered.
    *
-   * This and `submitAll` are functions made once, their steps in loops: V8 keeps a function's
-   * compiled code only while one of its closures lives, so callbacks made for each batch were
-   * compiled again after every full collection.
+   * This and `submitAll` are made once, their steps in loops (see "Hot paths" in
+   * docs/development.md).
    */
   const decideAndPlace = Effect.fnUntraced(function*(
     submissions: ReadonlyArray<readonly [number, Submission]>,
@@ -107,7 +100,7 @@ export const make = Effect.gen(function*() {
     }
     const [first, ...rest] = orders.values()
     if (first === undefined) return
-    const placed = held ? yield* book.placeAt([first, ...rest]) : yield* book.place([unpriced(first), ...unpricedAll(rest)])
+    const placed = held ? yield* book.placeAt([first, ...rest]) : yield* book.place([unpriced(first), ...rest.map(unpriced)])
     const placedById = new Map<string, MockBook.BookOrder>()
     for (const row of placed) placedById.set(row.client_order_id, row)
     for (const [index, { clientOrderId }] of submissions) {
