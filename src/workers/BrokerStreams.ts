@@ -6,11 +6,13 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
+import type { IntentId } from "../domain/Ids.js"
 import { intentOfOrder, isFinal } from "../domain/Routing.js"
 import { AccountRepository } from "../services/accounts/AccountRepository.js"
-import { BrokerGateway, type BrokerOrder, type Connection } from "../services/brokers/BrokerGateway.js"
+import { type BrokerCredentialsRefused, BrokerGateway, type BrokerOrder, type Connection } from "../services/brokers/BrokerGateway.js"
 import { IdGenerator } from "../services/IdGenerator.js"
 import { type OpenOrder, RoutingRepository } from "../services/routing/RoutingRepository.js"
+import * as OrderedByKey from "./OrderedByKey.js"
 import { delays } from "./RetryConfig.js"
 
 export interface StreamOptions {
@@ -21,6 +23,8 @@ export interface StreamOptions {
 }
 
 const EPSILON = 1e-9
+/** The words of one stream being recorded at once; beyond, the stream is read no further until one is done. */
+const WORDS_IN_FLIGHT = 256
 /**
  * The update streams of the brokers that push them (Alpaca's `trade_updates`). Every active
  * connection of such a broker has one stream across all instances: a lease row decides which
@@ -41,28 +45,36 @@ export const make = (options: StreamOptions = {}) =>
     const held = new Set<Connection["id"]>()
 
     /** Records one word of the broker about an order, then asks for the executions it shows were missed. */
-    const apply = (connection: Connection, order: BrokerOrder) =>
-      Effect.gen(function*() {
-        const intentId = intentOfOrder(order.clientOrderId)
-        if (Option.isNone(intentId)) return
-        // An order open with nothing filled says only that it exists, which the submission records
-        // (or, its answer lost, the lookup that follows): only words that change something are kept.
-        if (order.status === "new" && order.fills.length === 0) return
-        // Recorded only while the intent is open and routed through this very connection: an
-        // order's id names no one else's intent.
-        const recorded = yield* repository.recordHeard(connection.id, intentId.value, order)
-        if (Option.isNone(recorded)) return
-        const transition = recorded.value
-        if (isFinal(transition.status) || order.filledQuantity === undefined) return
-        if (order.filledQuantity > transition.filled + EPSILON) {
-          yield* reconcileOne(connection, {
-            intentId: intentId.value,
-            clientOrderId: order.clientOrderId,
-            brokerOrderId: order.brokerOrderId,
-            filled: transition.filled
-          })
-        }
-      })
+    const apply = Effect.fnUntraced(function*(connection: Connection, intentId: IntentId, order: BrokerOrder) {
+      // Recorded only while the intent is open and routed through this very connection: an
+      // order's id names no one else's intent.
+      const recorded = yield* repository.recordHeard(connection.id, intentId, order)
+      if (Option.isNone(recorded)) return
+      const transition = recorded.value
+      if (isFinal(transition.status) || order.filledQuantity === undefined) return
+      if (order.filledQuantity > transition.filled + EPSILON) {
+        yield* reconcileOne(connection, {
+          intentId,
+          clientOrderId: order.clientOrderId,
+          brokerOrderId: order.brokerOrderId,
+          filled: transition.filled
+        })
+      }
+    })
+
+    /**
+     * Hands one word to the recording without waiting for it: the words of one order are recorded
+     * in the order heard, each after the one before it; words of different orders go at once, so
+     * that words heard together share a recording instead of each waiting for the last one's.
+     */
+    const hand = (connection: Connection, inOrder: OrderedByKey.OrderedByKey<BrokerCredentialsRefused>, order: BrokerOrder) => {
+      const intentId = intentOfOrder(order.clientOrderId)
+      if (Option.isNone(intentId)) return Effect.void
+      // An order open with nothing filled says only that it exists, which the submission records
+      // (or, its answer lost, the lookup that follows): only words that change something are kept.
+      if (order.status === "new" && order.fills.length === 0) return Effect.void
+      return inOrder.run(intentId.value, apply(connection, intentId.value, order))
+    }
 
     const reconcileOne = (connection: Connection, open: OpenOrder) =>
       broker.lookup(connection, { clientOrderId: open.clientOrderId, brokerOrderId: open.brokerOrderId, recorded: open.filled }).pipe(
@@ -90,10 +102,14 @@ export const make = (options: StreamOptions = {}) =>
           Effect.repeat(Schedule.spaced(reconcileInterval)),
           Effect.forkScoped
         )
+        const inOrder = yield* OrderedByKey.make<BrokerCredentialsRefused>(WORDS_IN_FLIGHT)
         yield* broker.updates(connection).pipe(
           Stream.runForEach((update) =>
-            update._tag === "Connected" ? reconcile(connection) : apply(connection, update.order)
-          )
+            update._tag === "Connected" ? reconcile(connection) : hand(connection, inOrder, update.order)
+          ),
+          // The stream ended: the words it handed over are recorded first.
+          Effect.zipRight(inOrder.idle),
+          Effect.raceFirst(inOrder.failure)
         )
       }).pipe(
         Effect.scoped,

@@ -17,6 +17,7 @@ import { FakeAlpacaServer } from "../../src/services/brokers/alpaca/FakeAlpaca.j
 import { type Creator, Intents } from "../../src/services/intents/Intents.js"
 import * as Database from "../../src/sql/Database.js"
 import * as Postgres from "../support/Postgres.js"
+import { batchesOf } from "../support/Batches.js"
 import * as TestServer from "../support/TestServer.js"
 
 const backends = [
@@ -170,6 +171,29 @@ for (const [name, database] of backends) {
           const intent = yield* until(setup.owner, created.id)
           expect(intent).toMatchObject({ status: "rejected", status_reason: "insufficient buying power", orders: [] })
           expect(ordersOf(fake, created.id)).toEqual([])
+        }))
+
+      it.effect("fills of many orders heard together on one account are recorded together, not one statement each", () =>
+        Effect.gen(function*() {
+          const fake = yield* FakeAlpacaServer
+          const setup = yield* connected
+          fake.setBehaviour("rest", "MANY")
+          // Fills sent before the stream listens would be found by reconciliation instead.
+          yield* Effect.sleep("20 millis").pipe(Effect.repeat({ until: () => fake.streamConnections(setup.keyId).current === 1 }))
+          const created = yield* Effect.forEach(Array.from({ length: 10 }), () => submit(setup, "MANY"))
+          for (const intent of created) yield* until(setup.owner, intent.id, (seen) => seen.orders.length > 0)
+          const { batches, calls } = yield* batchesOf("routing_record", Effect.gen(function*() {
+            for (const intent of created) for (const order of ordersOf(fake, intent.id)) fake.fill(order.id)
+            for (const intent of created) yield* until(setup.owner, intent.id)
+          }))
+          for (const intent of created) {
+            const filled = yield* until(setup.owner, intent.id)
+            expect(filled.status).toBe("filled")
+            expect(filled.orders[0]?.fills.map((f) => f.quantity)).toEqual([10])
+          }
+          // Recorded one after another, each fill would have been a statement of its own.
+          expect(calls).toBeGreaterThanOrEqual(10)
+          expect(batches).toBeLessThanOrEqual(5)
         }))
     })
 
