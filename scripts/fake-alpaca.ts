@@ -41,6 +41,9 @@ Control (no credentials; not recorded among the requests):
   drop the next stream events, or every stream connection:
     curl -X POST ${url}/_fake/drop-events -d '{"count":1}'
     curl -X POST ${url}/_fake/drop-connections
+  hold order lookups unanswered (a slow Alpaca), then answer them:
+    curl -X POST ${url}/_fake/hold-lookups -d '{"held":true}'
+    curl -X POST ${url}/_fake/hold-lookups -d '{"held":false}'
   add or revoke a key pair (each pair is an account):
     curl -X POST ${url}/_fake/credentials -d '{"key_id":"key-b","secret_key":"secret-b"}'
     curl -X DELETE ${url}/_fake/credentials/key-b

@@ -49,7 +49,7 @@ const quiet = (events: Queue.Queue<AlpacaStream.StreamEvent>, millis = 150) =>
     expect(Chunk.toReadonlyArray(yield* Queue.takeAll(events))).toStrictEqual([])
   })
 
-const SubmittedOrder = Schema.Struct({ id: Schema.String, status: Schema.String, filled_qty: Schema.String })
+const SubmittedOrder = Schema.Struct({ id: Schema.String, client_order_id: Schema.String, status: Schema.String, filled_qty: Schema.String })
 
 /** Places a market order through the fake's REST API, as a client would. */
 const submit = (fake: FakeAlpaca.FakeAlpaca, symbol = "AAPL", key = KEY) =>
@@ -445,6 +445,31 @@ describe("The fake Alpaca's switches", () => {
       fake.releaseHungRequests()
       const outcome = yield* Effect.exit(Fiber.join(hanging))
       expect(outcome._tag).toBe("Failure")
+    }))
+
+  it.scopedLive("held lookups are received and answered only once released, in order; other calls are answered meanwhile", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeAlpaca.make()
+      fake.setBehaviour("rest")
+      const { order } = yield* submit(fake)
+      const lookup = (path: string) =>
+        Effect.promise(async () => {
+          const response = await fetch(`${fake.url}${path}`, { headers: { "apca-api-key-id": KEY.keyId, "apca-api-secret-key": KEY.secretKey } })
+          const body: unknown = await response.json()
+          return { status: response.status, body }
+        })
+      expect((yield* control(fake, "POST", "/_fake/hold-lookups", { held: true })).status).toBe(200)
+      const byId = yield* Effect.fork(lookup(`/v2/orders/${order.id}`))
+      const byClientId = yield* Effect.fork(lookup(`/v2/orders:by_client_order_id?client_order_id=${order.client_order_id}`))
+      yield* eventually(() => fake.requests().filter((r) => r.method === "GET").length === 2)
+      expect((yield* submit(fake)).status).toBe(200)
+      yield* Effect.sleep(50)
+      expect(byId.unsafePoll()).toBeNull()
+      expect(byClientId.unsafePoll()).toBeNull()
+      fake.holdLookups(false)
+      expect(yield* Fiber.join(byId)).toMatchObject({ status: 200, body: { id: order.id } })
+      expect(yield* Fiber.join(byClientId)).toMatchObject({ status: 200, body: { id: order.id } })
+      expect((yield* lookup(`/v2/orders/${order.id}`)).status).toBe(200)
     }))
 
   it("decimals are read from strings and from numbers", () => {

@@ -165,6 +165,11 @@ export interface FakeAlpaca {
   /** Breaks off the submissions left unanswered by `hang_after_accept`. */
   readonly releaseHungRequests: () => void
   /**
+   * While held, order lookups (`GET /v2/orders/{id}`, `GET /v2/orders:by_client_order_id`) are
+   * received but answered only once released, in the order received, as a slow Alpaca would.
+   */
+  readonly holdLookups: (held: boolean) => void
+  /**
    * Forgets orders, fills, requests, behaviours, dropped-event counts and added credentials (their
    * stream connections are closed); stream connection maxima restart from the current counts.
    */
@@ -225,6 +230,8 @@ export const start = (options: Options = {}): Promise<FakeAlpaca> => {
   let behaviours = new Map<string, { readonly behaviour: Behaviour; remaining: number | null }>()
   let refusalStatus: 401 | 403 = 401
   let dropping = 0
+  let lookupsHeld = false
+  let heldLookups: Array<() => void> = []
   let stopped = false
   const accounts = new Map<string, Account>()
   const connections = new Map<WebSocket, Connection>()
@@ -435,6 +442,14 @@ export const start = (options: Options = {}): Promise<FakeAlpaca> => {
 
   const findByClientId = (account: string, clientOrderId: string) => byClientId.get(clientIdKey(account, clientOrderId))
 
+  const holdLookups = (held: boolean) => {
+    lookupsHeld = held
+    if (held) return
+    const waiting = heldLookups
+    heldLookups = []
+    for (const answer of waiting) answer()
+  }
+
   const releaseHung = () => {
     for (const response of hung) response.destroy()
     hung.clear()
@@ -475,7 +490,9 @@ export const start = (options: Options = {}): Promise<FakeAlpaca> => {
     dropConnections: () => closeConnectionsOf(null),
     streamConnections: (keyId: string = DEFAULT_KEY_ID): StreamConnections => ({ ...countsOf(keyId) }),
     releaseHungRequests: releaseHung,
+    holdLookups,
     reset: () => {
+      holdLookups(false)
       requests = []
       orders = new Map()
       byClientId = new Map()
@@ -524,6 +541,11 @@ export const start = (options: Options = {}): Promise<FakeAlpaca> => {
       if (method === "POST" && path === "/_fake/drop-events") {
         if (typeof fields.count !== "number") return bad("count must be a number")
         control.dropEvents(fields.count)
+        return ok()
+      }
+      if (method === "POST" && path === "/_fake/hold-lookups") {
+        if (typeof fields.held !== "boolean") return bad("held must be true or false")
+        control.holdLookups(fields.held)
         return ok()
       }
       if (method === "POST" && path === "/_fake/drop-connections") {
@@ -589,8 +611,16 @@ export const start = (options: Options = {}): Promise<FakeAlpaca> => {
         message: "request is not authorized"
       })
     }
-    const account = found.keyId
+    if (lookupsHeld && method === "GET" && (path === "/v2/orders:by_client_order_id" || /^\/v2\/orders\/[^/]+$/.test(path))) {
+      heldLookups.push(() => answer(method, path, url, body, found, response))
+      return
+    }
+    return answer(method, path, url, body, found, response)
+  }
 
+  /** Answers a request to the Trading API by the account `found`, its credentials checked. */
+  const answer = (method: string, path: string, url: URL, body: unknown, found: Account, response: Http.ServerResponse) => {
+    const account = found.keyId
     if (method === "GET" && path === "/v2/account") {
       return json(response, 200, {
         id: found.id,
