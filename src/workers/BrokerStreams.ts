@@ -25,6 +25,8 @@ export interface StreamOptions {
 const EPSILON = 1e-9
 /** The words of one stream being recorded at once; beyond, the stream is read no further until one is done. */
 const WORDS_IN_FLIGHT = 256
+/** The key of a stream's reconciliations among its words' keys (intent ids). */
+const RECONCILIATION = "reconciliation"
 /**
  * The update streams of the brokers that push them (Alpaca's `trade_updates`). Every active
  * connection of such a broker has one stream across all instances: a lease row decides which
@@ -105,7 +107,11 @@ export const make = (options: StreamOptions = {}) =>
         const inOrder = yield* OrderedByKey.make<BrokerCredentialsRefused>(WORDS_IN_FLIGHT)
         yield* broker.updates(connection).pipe(
           Stream.runForEach((update) =>
-            update._tag === "Connected" ? reconcile(connection) : hand(connection, inOrder, update.order)
+            // On every (re)connect the open orders are asked for, one reconciliation after another,
+            // while the words the stream brings meanwhile are recorded as they come.
+            update._tag === "Connected"
+              ? inOrder.run(RECONCILIATION, reconcile(connection))
+              : hand(connection, inOrder, update.order)
           ),
           // The stream ended: the words it handed over are recorded first.
           Effect.zipRight(inOrder.idle),

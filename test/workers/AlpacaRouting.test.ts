@@ -267,6 +267,37 @@ for (const [name, database] of backends) {
         }))
     })
 
+    describe("fills while reconciling", () => {
+      it.effect("a fill heard while the reconnect's reconciliation still waits on Alpaca is recorded at once", () =>
+        Effect.scoped(Effect.gen(function*() {
+          const fake = yield* FakeAlpacaServer
+          const setup = yield* connected
+          fake.setBehaviour("rest", "SLOW")
+          yield* Effect.sleep("20 millis").pipe(Effect.repeat({ until: () => fake.streamConnections(setup.keyId).current === 1 }))
+          const [first, second] = [yield* submit(setup, "SLOW"), yield* submit(setup, "SLOW")]
+          for (const intent of [first, second]) yield* until(setup.owner, intent.id, (seen) => seen.orders.length > 0)
+          // This account's (dropping the connections reconnects every account's stream).
+          const lookups = () =>
+            fake.requests().filter((r) =>
+              r.method === "GET" && r.path.startsWith("/v2/orders") && r.headers["apca-api-key-id"] === setup.keyId
+            ).length
+          const before = lookups()
+          // Alpaca slow to answer: the reconnect's reconciliation asks for both open orders and waits.
+          fake.holdLookups(true)
+          yield* Effect.addFinalizer(() => Effect.sync(() => fake.holdLookups(false)))
+          fake.dropConnections()
+          yield* Effect.sleep("20 millis").pipe(Effect.repeat({ until: () => lookups() > before }))
+          const [order] = ordersOf(fake, first?.id ?? "")
+          fake.fill(order?.id ?? "")
+          const filled = yield* until(setup.owner, first?.id ?? "")
+          expect(filled.status).toBe("filled")
+          expect(lookups()).toBe(before + 1) // the reconciliation is still on its first lookup
+          fake.holdLookups(false)
+          yield* Effect.sleep("20 millis").pipe(Effect.repeat({ until: () => lookups() === before + 2 }))
+          expect((yield* until(setup.owner, second?.id ?? "", () => true)).status).toBe("pending")
+        })))
+    })
+
     describe("cancel", () => {
       it.effect("a resting order: DELETE at Alpaca, then canceled by the client", () =>
         Effect.gen(function*() {
