@@ -23,7 +23,7 @@ import { finalStatuses } from "../src/domain/Intent.js"
 import * as FakeAlpaca from "../src/services/brokers/alpaca/FakeAlpaca.js"
 import { alpacaEnv } from "../test/support/Harness.js"
 import { streamLatency } from "./bench/EventStreams.js"
-import { liveEndToEnd, warmUpLive } from "./bench/LiveAlpaca.js"
+import { liveBursts, liveEndToEnd, warmUpLive } from "./bench/LiveAlpaca.js"
 import { percentile } from "./bench/Percentile.js"
 import { cpuMs, measure, peakRssMiB } from "./bench/ProcessStats.js"
 import {
@@ -78,6 +78,9 @@ const GC_SETTLE_MS = 50
 /** How often the bench asks whether the routing of the creations has caught up, and for how long. */
 const DRAIN_POLL_MS = 10
 const DRAIN_TIMEOUT_MS = 120_000
+/** Live bursts: intents placed at once on one account (inside its pace of 45 calls), and how many bursts. */
+const BURST_SIZE = 40
+const BURSTS = 10
 /**
  * Whether PostgreSQL runs on this machine (DATABASE_URL names a loopback host or a socket), so that
  * the CPU of its processes can be read from /proc and counted per request.
@@ -1058,6 +1061,22 @@ const main = async () => {
         )
         await quiesce(database.url)
       }
+      console.log(`live bursts of ${BURST_SIZE} intents on one account`)
+      const { result: burst, gcShare } = await measured(
+        serviceProcess(context),
+        () => liveBursts(service, database.url, alpaca, BURST_SIZE, BURSTS)
+      )
+      lines.push({
+        scenario: `live burst of ${BURST_SIZE} on one account: last fill event → all filled committed`,
+        connections: BURST_SIZE,
+        perSecond: Number.NaN,
+        p50Ms: burst.p50Ms,
+        p99Ms: burst.p99Ms,
+        cpuMs: burst.cpuMs,
+        gcShare,
+        peakMiB: burst.peakMiB,
+        note: `${burst.bursts} bursts, one after another, each on an account of its own; no target`
+      })
     })
     const peak = peakRssMiB(pidOf(service.child))
     console.log()

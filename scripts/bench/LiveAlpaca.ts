@@ -21,6 +21,7 @@
  */
 import { randomBytes } from "node:crypto"
 import { setMaxListeners } from "node:events"
+import pg from "pg"
 import type { FakeAlpaca } from "../../src/services/brokers/alpaca/FakeAlpaca.js"
 import { clientOf, call } from "../../test/support/Harness.js"
 import { ADMIN_TOKEN, expectStatus, marketIntent, psqlColumn, repeatFor, request, type Service, sleep, stringField, waitUntil } from "../lib/Service.js"
@@ -216,3 +217,69 @@ export const warmUpLive = async (
   seconds: number
 ): Promise<void> =>
   repeatFor(seconds, () => liveEndToEnd(service, databaseUrl, fake, connections, connections * PER_ACCOUNT))
+
+export interface BurstFigures {
+  readonly bursts: number
+  readonly size: number
+  /** Per burst: the last fill event to the commit that made the last of its intents `filled`. */
+  readonly p50Ms: number
+  readonly p99Ms: number
+  readonly cpuMs: number
+  readonly peakMiB: number
+}
+
+/**
+ * `bursts` times, `size` market intents at once on one live account (a user of its own): a client
+ * rebalancing. Alpaca sends their fills back to back on the account's one stream; the figure is
+ * the time from the burst's last fill event to the commit that made its last intent `filled`, as
+ * the bench's LISTEN hears it (the user's last commit with events: nothing else writes any for
+ * the user once every intent is filled). Each burst stays inside the account's pace (45 calls).
+ */
+export const liveBursts = async (
+  service: Service,
+  databaseUrl: string,
+  fake: FakeAlpaca,
+  size: number,
+  bursts: number
+): Promise<BurstFigures> => {
+  const runId = randomBytes(4).toString("hex")
+  const accountsOf = await accounts(service, fake, bursts)
+  const listener = await listenForCommits(databaseUrl)
+  const db = new pg.Client({ connectionString: databaseUrl })
+  await db.connect()
+  const drains: Array<number> = []
+  const burst = async (account: Account, n: number) => {
+    const ids = await Promise.all(Array.from({ length: size }, async (_, i) => {
+      const created = await request(`${service.baseUrl}/api/v1/intents`, account.key, {
+        method: "POST",
+        body: marketIntent(`burst-${runId}-${n}-${i}`, account.brokerId)
+      })
+      return stringField(expectStatus("POST /api/v1/intents", created, 201), "id")
+    }))
+    const filled = async () =>
+      (await db.query<{ readonly n: number }>(
+        "SELECT count(*)::int AS n FROM intents WHERE status = 'filled' AND id = ANY($1::uuid[])",
+        [ids]
+      )).rows[0]?.n ?? 0
+    const deadline = performance.now() + FILL_TIMEOUT_MS
+    while ((await filled()) < size) {
+      if (performance.now() > deadline) throw new Error(`burst ${n}: not every intent filled in time`)
+      await sleep(POLL_INTERVAL_MS)
+    }
+    // Its last commit's notification may still be on its way.
+    await sleep(POLL_INTERVAL_MS)
+    const heard = listener.heard.get(`${account.userId}:live`) ?? []
+    const lastCommit = heard.at(-1) ?? Number.NaN
+    const clientOrderIds = new Set(ids.map((id) => `tir-${id}`))
+    const orderIds = new Set(fake.orders().filter((order) => clientOrderIds.has(order.client_order_id)).map((order) => order.id))
+    const fillTimes = fake.fills().filter((fill) => orderIds.has(fill.order_id)).map((fill) => Date.parse(fill.transaction_time))
+    if (fillTimes.length !== size) throw new Error(`burst ${n}: ${fillTimes.length} fills at the fake for ${size} intents`)
+    drains.push(lastCommit - Math.max(...fillTimes))
+  }
+  const pid = service.child.pid ?? 0
+  const { cpuMs, peakMiB } = await measure(pid, async () => {
+    for (const [n, account] of accountsOf.entries()) await burst(account, n)
+  }).finally(() => Promise.all([listener.end(), db.end()]))
+  const { p50, p99 } = spread(drains)
+  return { bursts, size, p50Ms: p50, p99Ms: p99, cpuMs: cpuMs / (bursts * size), peakMiB }
+}
