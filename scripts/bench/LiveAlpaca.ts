@@ -274,7 +274,9 @@ export const liveBursts = async (
     const orderIds = new Set(fake.orders().filter((order) => clientOrderIds.has(order.client_order_id)).map((order) => order.id))
     const fillTimes = fake.fills().filter((fill) => orderIds.has(fill.order_id)).map((fill) => Date.parse(fill.transaction_time))
     if (fillTimes.length !== size) throw new Error(`burst ${n}: ${fillTimes.length} fills at the fake for ${size} intents`)
-    drains.push(lastCommit - Math.max(...fillTimes))
+    const lastFill = Math.max(...fillTimes)
+    if (!(lastCommit >= lastFill)) throw new Error(`burst ${n}: no commit heard after its last fill event`)
+    drains.push(lastCommit - lastFill)
   }
   const pid = service.child.pid ?? 0
   const { cpuMs, peakMiB } = await measure(pid, async () => {
