@@ -37,14 +37,18 @@ export const make = <E = never>(limit: number): Effect.Effect<OrderedByKey<E>, n
         return Effect.zipRight(Deferred.succeed(done, undefined), permits.release(1))
       })
 
-    const run = Effect.fnUntraced(function*(key: string, effect: Effect.Effect<void, E>) {
-      yield* permits.take(1)
+    /** Queues `effect` behind its key's last one and starts it: run uninterrupted, so that no permit or turn is lost. */
+    const start = Effect.fnUntraced(function*(key: string, effect: Effect.Effect<void, E>) {
       const before = last.get(key)
       const done = yield* Deferred.make<void>()
       last.set(key, done)
       const turn = before === undefined ? effect : Effect.zipRight(Deferred.await(before), effect)
-      yield* FiberSet.run(fibers, Effect.ensuring(turn, end(key, done)))
+      // Forked from an uninterruptible region, the effect itself stays interruptible.
+      yield* FiberSet.run(fibers, Effect.ensuring(Effect.interruptible(turn), end(key, done)))
     })
+
+    const run = (key: string, effect: Effect.Effect<void, E>) =>
+      Effect.uninterruptibleMask((restore) => Effect.zipRight(restore(permits.take(1)), start(key, effect)))
 
     return { run, failure: FiberSet.join(fibers), idle: FiberSet.awaitEmpty(fibers) }
   })
