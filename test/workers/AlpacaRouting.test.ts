@@ -16,8 +16,8 @@ import * as FakeAlpaca from "../../src/services/brokers/alpaca/FakeAlpaca.js"
 import { FakeAlpacaServer } from "../../src/services/brokers/alpaca/FakeAlpaca.js"
 import { type Creator, Intents } from "../../src/services/intents/Intents.js"
 import * as Database from "../../src/sql/Database.js"
-import * as Postgres from "../support/Postgres.js"
 import { batchesOf } from "../support/Batches.js"
+import * as Postgres from "../support/Postgres.js"
 import * as TestServer from "../support/TestServer.js"
 
 const backends = [
@@ -74,6 +74,10 @@ const until = (owner: Owner, id: IntentId, done: (intent: TradeIntent) => boolea
     }
     return yield* Effect.dieMessage(`intent ${id} did not settle`)
   })
+
+/** Until `check` holds, looked at every 20 ms; fails after 10 s. */
+const waitFor = (check: () => boolean) =>
+  Effect.sleep("20 millis").pipe(Effect.repeat({ until: check }), Effect.timeout("10 seconds"))
 
 const ordersOf = (fake: FakeAlpaca.FakeAlpaca, id: string) =>
   fake.orders().filter((order) => order.client_order_id === clientOrderId(id))
@@ -179,7 +183,7 @@ for (const [name, database] of backends) {
           const setup = yield* connected
           fake.setBehaviour("rest", "MANY")
           // Fills sent before the stream listens would be found by reconciliation instead.
-          yield* Effect.sleep("20 millis").pipe(Effect.repeat({ until: () => fake.streamConnections(setup.keyId).current === 1 }))
+          yield* waitFor(() => fake.streamConnections(setup.keyId).current === 1)
           const created = yield* Effect.forEach(Array.from({ length: 10 }), () => submit(setup, "MANY"))
           for (const intent of created) yield* until(setup.owner, intent.id, (seen) => seen.orders.length > 0)
           const { batches, calls } = yield* batchesOf("routing_record", Effect.gen(function*() {
@@ -273,8 +277,9 @@ for (const [name, database] of backends) {
           const fake = yield* FakeAlpacaServer
           const setup = yield* connected
           fake.setBehaviour("rest", "SLOW")
-          yield* Effect.sleep("20 millis").pipe(Effect.repeat({ until: () => fake.streamConnections(setup.keyId).current === 1 }))
-          const [first, second] = [yield* submit(setup, "SLOW"), yield* submit(setup, "SLOW")]
+          yield* waitFor(() => fake.streamConnections(setup.keyId).current === 1)
+          const first = yield* submit(setup, "SLOW")
+          const second = yield* submit(setup, "SLOW")
           for (const intent of [first, second]) yield* until(setup.owner, intent.id, (seen) => seen.orders.length > 0)
           // This account's (dropping the connections reconnects every account's stream).
           const lookups = () =>
@@ -286,15 +291,15 @@ for (const [name, database] of backends) {
           fake.holdLookups(true)
           yield* Effect.addFinalizer(() => Effect.sync(() => fake.holdLookups(false)))
           fake.dropConnections()
-          yield* Effect.sleep("20 millis").pipe(Effect.repeat({ until: () => lookups() > before }))
-          const [order] = ordersOf(fake, first?.id ?? "")
+          yield* waitFor(() => lookups() > before)
+          const [order] = ordersOf(fake, first.id)
           fake.fill(order?.id ?? "")
-          const filled = yield* until(setup.owner, first?.id ?? "")
+          const filled = yield* until(setup.owner, first.id)
           expect(filled.status).toBe("filled")
           expect(lookups()).toBe(before + 1) // the reconciliation is still on its first lookup
           fake.holdLookups(false)
-          yield* Effect.sleep("20 millis").pipe(Effect.repeat({ until: () => lookups() === before + 2 }))
-          expect((yield* until(setup.owner, second?.id ?? "", () => true)).status).toBe("pending")
+          yield* waitFor(() => lookups() === before + 2)
+          expect((yield* until(setup.owner, second.id, () => true)).status).toBe("pending")
         })))
     })
 
