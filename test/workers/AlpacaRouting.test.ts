@@ -18,6 +18,7 @@ import { type Creator, Intents } from "../../src/services/intents/Intents.js"
 import * as Database from "../../src/sql/Database.js"
 import { batchesOf } from "../support/Batches.js"
 import * as Postgres from "../support/Postgres.js"
+import * as Receiver from "../support/Receiver.js"
 import * as TestServer from "../support/TestServer.js"
 
 const backends = [
@@ -74,10 +75,6 @@ const until = (owner: Owner, id: IntentId, done: (intent: TradeIntent) => boolea
     }
     return yield* Effect.dieMessage(`intent ${id} did not settle`)
   })
-
-/** Until `check` holds, looked at every 20 ms; fails after 10 s. */
-const waitFor = (check: () => boolean) =>
-  Effect.sleep("20 millis").pipe(Effect.repeat({ until: check }), Effect.timeout("10 seconds"))
 
 const ordersOf = (fake: FakeAlpaca.FakeAlpaca, id: string) =>
   fake.orders().filter((order) => order.client_order_id === clientOrderId(id))
@@ -183,7 +180,7 @@ for (const [name, database] of backends) {
           const setup = yield* connected
           fake.setBehaviour("rest", "MANY")
           // Fills sent before the stream listens would be found by reconciliation instead.
-          yield* waitFor(() => fake.streamConnections(setup.keyId).current === 1)
+          yield* Receiver.until(() => fake.streamConnections(setup.keyId).current === 1)
           const created = yield* Effect.forEach(Array.from({ length: 10 }), () => submit(setup, "MANY"))
           for (const intent of created) yield* until(setup.owner, intent.id, (seen) => seen.orders.length > 0)
           const { batches, calls } = yield* batchesOf("routing_record", Effect.gen(function*() {
@@ -277,7 +274,7 @@ for (const [name, database] of backends) {
           const fake = yield* FakeAlpacaServer
           const setup = yield* connected
           fake.setBehaviour("rest", "SLOW")
-          yield* waitFor(() => fake.streamConnections(setup.keyId).current === 1)
+          yield* Receiver.until(() => fake.streamConnections(setup.keyId).current === 1)
           const first = yield* submit(setup, "SLOW")
           const second = yield* submit(setup, "SLOW")
           for (const intent of [first, second]) yield* until(setup.owner, intent.id, (seen) => seen.orders.length > 0)
@@ -291,14 +288,14 @@ for (const [name, database] of backends) {
           fake.holdLookups(true)
           yield* Effect.addFinalizer(() => Effect.sync(() => fake.holdLookups(false)))
           fake.dropConnections()
-          yield* waitFor(() => lookups() > before)
+          yield* Receiver.until(() => lookups() > before)
           const [order] = ordersOf(fake, first.id)
           fake.fill(order?.id ?? "")
           const filled = yield* until(setup.owner, first.id)
           expect(filled.status).toBe("filled")
           expect(lookups()).toBe(before + 1) // the reconciliation is still on its first lookup
           fake.holdLookups(false)
-          yield* waitFor(() => lookups() === before + 2)
+          yield* Receiver.until(() => lookups() === before + 2)
           expect((yield* until(setup.owner, second.id, () => true)).status).toBe("pending")
         })))
     })
