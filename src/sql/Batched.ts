@@ -10,7 +10,7 @@ import * as MetricSeries from "../MetricSeries.js"
 export const batchSize = Metric.histogram(
   "tir_batch_size",
   MetricBoundaries.fromIterable([1, 2, 5, 10, 20, 50, 100, 200, 500]),
-  "Calls served by one batch (one statement or transaction), by batch: intent_create, intent_lookup, intent_page, rate_limit_lease, routing_record, routing_record_unlocked, mock_submit, event_tail."
+  "Calls served by one batch (one statement or transaction), by batch: intent_create, intent_lookup, intent_page, rate_limit_lease, routing_record, routing_record_unlocked, mock_submit, event_tail, webhook_complete."
 )
 
 export interface BatchedOptions<I, F> {

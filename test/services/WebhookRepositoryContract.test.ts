@@ -9,6 +9,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
+import * as TestServices from "effect/TestServices"
 import { DeliveryId, type Mode, UserId, WebhookEndpointId } from "../../src/domain/Ids.js"
 import { TradeIntent } from "../../src/domain/Intent.js"
 import { allEventTypes, type EventType, MAX_IN_FLIGHT_PER_ENDPOINT, TEST_EVENT_MESSAGE } from "../../src/domain/Webhook.js"
@@ -18,7 +19,9 @@ import * as InMemoryWebhookRepository from "../../src/services/webhooks/InMemory
 import { type AttemptResult, type DueDelivery, WebhookRepository } from "../../src/services/webhooks/WebhookRepository.js"
 import * as Database from "../../src/sql/Database.js"
 import { eventId, newIntent, seedUser, uuid } from "../support/Fixtures.js"
+import { batchesOf } from "../support/Batches.js"
 import * as Postgres from "../support/Postgres.js"
+import { heldOpen } from "../support/Transactions.js"
 
 /**
  * Creates an intent of a seeded user, which records its `intent.created` event and so one delivery
@@ -628,7 +631,7 @@ for (const [name, backend] of backends) {
 // transaction while the endpoint was being disabled (in memory, disabling is atomic). It is set up
 // here by disabling the endpoint's row directly, as that race leaves it.
 for (const [name, backend] of sqlBackends) {
-  layer(backend, { timeout: 60_000 })(`webhook claims on ${name}`, (it) => {
+  layer(backend, { timeout: 60_000 })(`webhook claims and answers on ${name}`, (it) => {
     it.effect("a disabled endpoint's pending deliveries fail unsent, at most the claim's limit at a time; others are claimed", () =>
       withEndpoints(({ live, test, user }) =>
         Effect.gen(function*() {
@@ -650,5 +653,89 @@ for (const [name, backend] of sqlBackends) {
           const failed = yield* webhooks.listDeliveries(test, 10)
           expect(failed.every((d) => d.attempts === 0 && d.next_attempt_at === null)).toBe(true)
         })))
+
+    // Answers recorded together are the database's: in memory each is written at once.
+    it.effect("answers recorded at once share one statement, each with its own outcome; a lost claim's is left out", () =>
+      withEndpoints(({ user }) =>
+        Effect.gen(function*() {
+          const webhooks = yield* WebhookRepository
+          const emit = yield* Emit
+          for (let i = 0; i < 4; i++) yield* emit.created(user, "test")
+          const claimed = yield* claimAll
+          const [succeeded, retried, failed, lost] = [one(claimed, 0), one(claimed, 1), one(claimed, 2), one(claimed, 3)]
+          const now = yield* DateTime.now
+          const later = DateTime.addDuration(now, Duration.minutes(1))
+          // Handed back and claimed again: the first claim of it is lost.
+          yield* webhooks.release(lost, now)
+          const again = one(yield* claimAll)
+          expect(again.id).toBe(lost.id)
+
+          const { batches, calls } = yield* batchesOf(
+            "webhook_complete",
+            Effect.all([
+              webhooks.complete(succeeded, attempt(now, { _tag: "succeeded" }, 200)),
+              webhooks.complete(retried, attempt(now, { _tag: "retry", at: later }, 503)),
+              webhooks.complete(failed, attempt(now, { _tag: "failed" }, null)),
+              webhooks.complete(lost, attempt(now, { _tag: "succeeded" }, 204))
+            ], { concurrency: "unbounded" })
+          )
+          expect({ batches, calls }).toEqual({ batches: 1, calls: 4 })
+          const found = (id: DeliveryId) => Effect.map(webhooks.findDelivery(id), Option.getOrThrow)
+          expect(yield* found(succeeded.id)).toMatchObject({
+            status: "succeeded",
+            attempts: 1,
+            last_status_code: 200,
+            next_attempt_at: null,
+            history: [{ attempted_at: now, status_code: 200, error: null, duration_ms: 12 }]
+          })
+          expect(yield* found(retried.id)).toMatchObject({
+            status: "pending",
+            attempts: 1,
+            last_status_code: 503,
+            next_attempt_at: later,
+            history: [{ attempted_at: now, status_code: 503, error: null, duration_ms: 12 }]
+          })
+          expect(yield* found(failed.id)).toMatchObject({
+            status: "failed",
+            attempts: 1,
+            last_status_code: null,
+            next_attempt_at: null,
+            history: [{ attempted_at: now, status_code: null, error: "connection refused", duration_ms: 12 }]
+          })
+          expect(yield* found(lost.id)).toMatchObject({ status: "pending", attempts: 0, history: [] })
+
+          // The claim that holds it now records its answer.
+          yield* webhooks.complete(again, attempt(now, { _tag: "succeeded" }, 204))
+          expect(yield* found(lost.id)).toMatchObject({ status: "succeeded", attempts: 1, last_status_code: 204 })
+        })))
   })
 }
+
+// A transaction held open beside the repository's statements: PostgreSQL alone runs two at once.
+layer(sqlBackends[1][1], { timeout: 60_000 })("webhook leases beside other transactions on PostgreSQL", (it) => {
+  it.effect("a lease renewal skips a delivery whose row another transaction holds, and renews the others at once", () =>
+    withEndpoints(({ user }) =>
+      Effect.gen(function*() {
+        const webhooks = yield* WebhookRepository
+        const emit = yield* Emit
+        const sql = yield* SqlClient.SqlClient
+        for (let i = 0; i < 2; i++) yield* emit.created(user, "test")
+        const claimed = yield* claimAll
+        const [held, free] = [one(claimed, 0), one(claimed, 1)]
+        const leases = sql<{ id: string; locked_until: Date }>`
+          SELECT id, locked_until FROM webhook_deliveries WHERE id IN (${held.id}, ${free.id})`.pipe(
+          Effect.map((rows) => new Map(rows.map((row) => [row.id, row.locked_until.getTime()])))
+        )
+        const before = yield* leases
+        yield* TestClock.adjust(Duration.seconds(10))
+        // The row is held as a recording of its answer holds it while it commits.
+        const release = yield* heldOpen(sql`SELECT 1 FROM webhook_deliveries WHERE id = ${held.id} FOR UPDATE`)
+        const waited = TestServices.provideLive(Effect.sleep("5 seconds")).pipe(
+          Effect.zipRight(Effect.dieMessage("the renewal waited for the held row"))
+        )
+        yield* Effect.raceFirst(webhooks.extend([held, free], lease), waited).pipe(Effect.ensuring(release))
+        const after = yield* leases
+        expect(after.get(held.id)).toBe(before.get(held.id))
+        expect(after.get(free.id)).toBe((before.get(free.id) ?? 0) + 10_000)
+      })))
+})

@@ -1,9 +1,11 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlSchema from "@effect/sql/SqlSchema"
+import type * as Statement from "@effect/sql/Statement"
 import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
@@ -19,9 +21,12 @@ import {
   WebhookEndpointDisabled,
   WebhookEndpointNotFound
 } from "../../domain/Webhook.js"
+import * as Batched from "../../sql/Batched.js"
 import { orDie } from "../../sql/Defects.js"
 import { WEBHOOK_CHANNEL } from "../../sql/Channels.js"
 import { iso } from "../../sql/Outbox.js"
+import { PREPARED, unplanned } from "../../sql/Prepared.js"
+import * as Tables from "../../sql/Tables.js"
 import type { AttemptResult, DueDelivery, NewEndpoint, NewTestEvent, WebhookRepository } from "./WebhookRepository.js"
 import * as Tracing from "../../Tracing.js"
 
@@ -93,6 +98,19 @@ const Outcome = Schema.Struct({
   next_attempt_at: Schema.NullOr(Timestamp)
 })
 
+/** {@link Outcome}'s columns in a `json_to_recordset`. */
+const outcomeRecordset = Tables.recordsetTypes(Outcome, {
+  id: "uuid",
+  claims: "int",
+  attempted_at: "timestamptz",
+  status_code: "int",
+  error: "text",
+  duration_ms: "int",
+  status: "text",
+  failed: "int",
+  next_attempt_at: "timestamptz"
+})
+
 const Lease = Schema.Struct({ at: Timestamp, until: Timestamp })
 
 /**
@@ -142,6 +160,15 @@ const toDue = (row: typeof DueRow.Type): DueDelivery => ({
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  const prepared = sql.literal(PREPARED)
+  /**
+   * The ids of the deliveries matching `where`, locked in the order of their ids: every statement
+   * that writes many deliveries locks them so (a single row's writes need not), so that two of
+   * them never each hold a row the other waits for.
+   */
+  const inFlightLimit = sql.literal(String(MAX_IN_FLIGHT_PER_ENDPOINT))
+  const inIdOrder = (where: Statement.Fragment) =>
+    sql`SELECT id FROM webhook_deliveries WHERE ${where} ORDER BY id FOR UPDATE`
   const lease = (duration: Duration.Duration) =>
     Effect.map(DateTime.now, (at) => ({ at, until: DateTime.addDuration(at, duration) }))
 
@@ -171,7 +198,8 @@ export const make = Effect.gen(function*() {
   })
   const deleteDeliveries = SqlSchema.void({
     Request: WebhookEndpointId,
-    execute: (id) => sql`DELETE FROM webhook_deliveries WHERE endpoint_id = ${id}`
+    execute: (id) =>
+      sql`DELETE FROM webhook_deliveries WHERE id IN (${inIdOrder(sql`endpoint_id = ${id}`)})`
   })
   const deleteEndpointRow = SqlSchema.findOne({
     Request: WebhookEndpointId,
@@ -233,8 +261,8 @@ export const make = Effect.gen(function*() {
             WHERE id = ${id} AND user_id = ${user_id}
             RETURNING ${sql.literal(endpointColumns)}
           ), failed AS (
-            UPDATE webhook_deliveries d SET status = 'failed', next_attempt_at = NULL, updated_at = ${at}
-            FROM endpoint w WHERE d.endpoint_id = w.id AND d.status = 'pending'
+            UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, updated_at = ${at}
+            WHERE id IN (${inIdOrder(sql`endpoint_id IN (SELECT id FROM endpoint) AND status = 'pending'`)})
           )
           SELECT ${sql.literal(endpointColumns)} FROM endpoint`
   })
@@ -303,8 +331,11 @@ export const make = Effect.gen(function*() {
     // the table is vacuumed, and a count of every endpoint's leases at once (a bitmap scan) grew
     // with the deliveries made since (5 ms a claim after 26,000). Counted for every endpoint, the
     // probe cost about 50 µs each (130 ms a claim with 2,000 idle endpoints).
-    execute: ({ at, limit, until }) =>
-      sql`
+    execute: ({ at: time, limit, until }) => {
+      // Through sub-selects, so that PostgreSQL keeps one plan for the prepared statement instead
+      // of planning it again for each value (a millisecond a claim).
+      const at = sql`(SELECT ${time}::timestamptz)`
+      return sql`${prepared}
         WITH orphans AS (
           SELECT o.id FROM webhook_endpoints w
           CROSS JOIN LATERAL (
@@ -312,7 +343,7 @@ export const make = Effect.gen(function*() {
             WHERE d.endpoint_id = w.id AND d.status = 'pending' AND d.next_attempt_at <= ${at}
               AND (d.locked_until IS NULL OR d.locked_until < ${at})
             ORDER BY d.next_attempt_at, d.id
-            LIMIT ${limit}
+            LIMIT ${unplanned(sql, limit)}
             FOR UPDATE OF d SKIP LOCKED
           ) o
           WHERE w.disabled_at IS NOT NULL
@@ -328,7 +359,7 @@ export const make = Effect.gen(function*() {
             WHERE d.endpoint_id = w.id AND d.status = 'pending' AND d.next_attempt_at <= ${at}
               AND (d.locked_until IS NULL OR d.locked_until < ${at})
             ORDER BY d.next_attempt_at, d.id
-            LIMIT ${MAX_IN_FLIGHT_PER_ENDPOINT}
+            LIMIT ${inFlightLimit}
           ) c
           WHERE w.disabled_at IS NULL
         ), candidates AS (
@@ -340,13 +371,13 @@ export const make = Effect.gen(function*() {
               WHERE l.endpoint_id = e.endpoint_id AND l.status = 'pending' AND l.locked_until IS NOT NULL
                 AND l.locked_until >= ${at}
               ORDER BY l.locked_until
-              LIMIT ${MAX_IN_FLIGHT_PER_ENDPOINT}
+              LIMIT ${inFlightLimit}
             ) leased
           ) b
-          JOIN waiting c ON c.endpoint_id = e.endpoint_id AND c.place <= ${MAX_IN_FLIGHT_PER_ENDPOINT} - b.n
+          JOIN waiting c ON c.endpoint_id = e.endpoint_id AND c.place <= ${inFlightLimit} - b.n
         ), due AS (
           SELECT d.id FROM webhook_deliveries d
-          WHERE d.id IN (SELECT id FROM candidates ORDER BY next_attempt_at, id LIMIT ${limit})
+          WHERE d.id IN (SELECT id FROM candidates ORDER BY next_attempt_at, id LIMIT ${unplanned(sql, limit)})
             AND d.status = 'pending' AND (d.locked_until IS NULL OR d.locked_until < ${at})
           FOR UPDATE SKIP LOCKED
         ), claimed AS (
@@ -359,6 +390,7 @@ export const make = Effect.gen(function*() {
                                  'data', ev.data)::text AS body
         FROM claimed c JOIN webhook_endpoints w ON w.id = c.endpoint_id ${sql.literal(eventOf("c"))}
         ORDER BY c.next_attempt_at, c.id`
+    }
   })
 
   const selectNextDue = SqlSchema.single({
@@ -389,36 +421,49 @@ export const make = Effect.gen(function*() {
     Request: Schema.Struct({ until: Timestamp, claims: Schema.NonEmptyArray(Claim) }),
     execute: ({ claims, until }) =>
       sql`UPDATE webhook_deliveries SET locked_until = ${until}
-          WHERE locked_until IS NOT NULL AND ${sql.or(claims.map((d) => sql`(id = ${d.id} AND claims = ${d.claims})`))}`
+          WHERE id IN (
+            SELECT id FROM webhook_deliveries
+            WHERE locked_until IS NOT NULL AND ${sql.or(claims.map((d) => sql`(id = ${d.id} AND claims = ${d.claims})`))}
+            FOR UPDATE SKIP LOCKED
+          )`
   })
 
   /**
-   * The attempt and its consequence in one statement: the delivery row and its attempt, only if still
-   * claimed. An attempt that would be retried fails instead once its endpoint is disabled (a 410 to
-   * another delivery while this one was in flight).
+   * Attempts and their consequences, of many deliveries in one statement: each delivery's row and
+   * its attempt, only if still claimed. An attempt that would be retried fails instead once its
+   * endpoint is disabled (a 410 to another delivery while this one was in flight). The rows are
+   * locked in the order of their ids first, as every statement that writes many deliveries locks
+   * them, so that two such statements never wait for each other (a deadlock).
    */
-  const record = SqlSchema.findOne({
-    Request: Outcome,
-    Result: DeliveryRow.pick("endpoint_id"),
-    execute: (o) =>
-      sql`
-        WITH owned AS (
+  const recordAll = SqlSchema.findAll({
+    Request: Schema.Array(Outcome),
+    Result: DeliveryRow.pick("id", "endpoint_id"),
+    execute: (outcomes) =>
+      sql`${prepared}
+        WITH o AS (
+          SELECT * FROM json_to_recordset(${JSON.stringify(outcomes)}::json) AS o(${sql.literal(outcomeRecordset)})
+        ), locked AS (
+          SELECT d.id FROM webhook_deliveries d JOIN o ON o.id = d.id AND o.claims = d.claims
+          WHERE d.locked_until IS NOT NULL
+          ORDER BY d.id
+          FOR UPDATE OF d
+        ), owned AS (
           UPDATE webhook_deliveries d SET
             attempts = d.attempts + 1,
-            last_status_code = ${o.status_code},
-            status = CASE WHEN w.disabled_at IS NULL THEN ${o.status} ELSE 'failed' END,
-            failures = d.failures + ${o.failed},
-            next_attempt_at = CASE WHEN w.disabled_at IS NULL THEN ${o.next_attempt_at}::timestamptz END,
+            last_status_code = o.status_code,
+            status = CASE WHEN w.disabled_at IS NULL THEN o.status ELSE 'failed' END,
+            failures = d.failures + o.failed,
+            next_attempt_at = CASE WHEN w.disabled_at IS NULL THEN o.next_attempt_at END,
             locked_until = NULL,
-            updated_at = ${o.attempted_at}
-          FROM webhook_endpoints w
-          WHERE d.id = ${o.id} AND d.claims = ${o.claims} AND d.locked_until IS NOT NULL AND w.id = d.endpoint_id
-          RETURNING d.id, d.attempts, d.endpoint_id
+            updated_at = o.attempted_at
+          FROM locked l, o, webhook_endpoints w
+          WHERE d.id = l.id AND o.id = l.id AND o.claims = d.claims AND w.id = d.endpoint_id
+          RETURNING d.id, d.attempts, d.endpoint_id, o.attempted_at, o.status_code, o.error, o.duration_ms
         ), attempt AS (
           INSERT INTO webhook_attempts (delivery_id, number, attempted_at, status_code, error, duration_ms)
-          SELECT id, attempts, ${o.attempted_at}, ${o.status_code}, ${o.error}, ${o.duration_ms} FROM owned
+          SELECT id, attempts, attempted_at, status_code, error, duration_ms FROM owned
         )
-        SELECT endpoint_id FROM owned`
+        SELECT id, endpoint_id FROM owned`
   })
 
   const disableEndpoint = SqlSchema.findOne({
@@ -431,7 +476,7 @@ export const make = Effect.gen(function*() {
     Request: Schema.Struct({ id: WebhookEndpointId, at: Timestamp }),
     execute: ({ at, id }) =>
       sql`UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, updated_at = ${at}
-          WHERE endpoint_id = ${id} AND status = 'pending'`
+          WHERE id IN (${inIdOrder(sql`endpoint_id = ${id} AND status = 'pending'`)})`
   })
 
   /** After a 410: the endpoint is disabled and its other pending deliveries fail. */
@@ -445,6 +490,33 @@ export const make = Effect.gen(function*() {
     execute: ({ at, claims, id }) =>
       sql`UPDATE webhook_deliveries SET locked_until = NULL, next_attempt_at = ${at} WHERE id = ${id} AND claims = ${claims}`
   })
+
+  const recorded: Exit.Exit<void> = Exit.void
+
+  /**
+   * Attempts recorded together, one statement for a batch; should it fail, each is recorded alone,
+   * so that one bad attempt costs the others nothing. Made once, its steps in loops (see "Hot
+   * paths" in docs/development.md).
+   */
+  const recordBatch = Effect.fnUntraced(function*(outcomes: ReadonlyArray<typeof Outcome.Type>) {
+    const together = yield* Effect.exit(recordAll(outcomes))
+    const answers: Array<Exit.Exit<void>> = []
+    if (Exit.isSuccess(together)) {
+      for (let i = 0; i < outcomes.length; i++) answers.push(recorded)
+      return answers
+    }
+    for (const one of outcomes) answers.push(yield* Effect.exit(orDie(Effect.asVoid(recordAll([one])))))
+    return answers
+  }, (effect, outcomes) => Tracing.span("WebhookRepository.recordBatch", { attributes: { "batch.size": outcomes.length } })(effect))
+
+  /**
+   * Attempts that arrive together (in one turn of the event loop, or while two batches are in
+   * flight) are recorded by one statement; inside a caller's transaction, in it.
+   */
+  const recordBatched = yield* Batched.make(recordBatch, { name: "webhook_complete", maxBatch: 100, concurrency: 2 })
+  const recordOne = (outcome: typeof Outcome.Type) =>
+    Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (transaction) =>
+      Option.isSome(transaction) ? Effect.asVoid(recordAll([outcome])) : recordBatched(outcome))
 
   const outcome = (delivery: DueDelivery, result: AttemptResult): typeof Outcome.Type => {
     const next = result.next
@@ -550,10 +622,10 @@ export const make = Effect.gen(function*() {
     ),
 
     complete: Effect.fnUntraced(function*(delivery: DueDelivery, result: AttemptResult) {
-      if (result.next._tag !== "gone") return yield* Effect.asVoid(record(outcome(delivery, result)))
+      if (result.next._tag !== "gone") return yield* recordOne(outcome(delivery, result))
       yield* Effect.gen(function*() {
-        const owned = yield* record(outcome(delivery, result))
-        if (Option.isSome(owned)) yield* disable(owned.value.endpoint_id, result.at)
+        const [owned] = yield* recordAll([outcome(delivery, result)])
+        if (owned !== undefined) yield* disable(owned.endpoint_id, result.at)
       }).pipe(sql.withTransaction)
     }, orDie, Tracing.span("WebhookRepository.complete")),
 

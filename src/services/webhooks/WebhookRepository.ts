@@ -122,7 +122,7 @@ export class WebhookRepository extends Context.Tag("WebhookRepository")<WebhookR
 }>() {
   // The implementations import this Tag as a type only, so the Layers may name them directly.
   /** On the `SqlClient` in context. */
-  static readonly layerSql = Layer.effect(this, SqlWebhookRepository.make)
+  static readonly layerSql = Layer.scoped(this, SqlWebhookRepository.make)
   /** In memory: no database at all. */
   static readonly layerInMemory = Layer.effect(this, InMemoryWebhookRepository.make)
   /** In memory, with the {@link InMemoryWebhookRepository.Events} that feed it deliveries (one store). */
