@@ -433,7 +433,9 @@ export const make = Effect.gen(function*() {
    * its attempt, only if still claimed. An attempt that would be retried fails instead once its
    * endpoint is disabled (a 410 to another delivery while this one was in flight). The rows are
    * locked in the order of their ids first, as every statement that writes many deliveries locks
-   * them, so that two such statements never wait for each other (a deadlock).
+   * them, so that two such statements never wait for each other (a deadlock). The rows are found
+   * by their ids in the primary key (`= ANY`): joined to the input alone, the prepared plan read the
+   * whole table (8 ms a statement with 12,000 deliveries).
    */
   const recordAll = SqlSchema.findAll({
     Request: Schema.Array(Outcome),
@@ -444,7 +446,7 @@ export const make = Effect.gen(function*() {
           SELECT * FROM json_to_recordset(${JSON.stringify(outcomes)}::json) AS o(${sql.literal(outcomeRecordset)})
         ), locked AS (
           SELECT d.id FROM webhook_deliveries d JOIN o ON o.id = d.id AND o.claims = d.claims
-          WHERE d.locked_until IS NOT NULL
+          WHERE d.id = ANY(ARRAY(SELECT id FROM o)) AND d.locked_until IS NOT NULL
           ORDER BY d.id
           FOR UPDATE OF d
         ), owned AS (
