@@ -23,6 +23,7 @@ import UsageWithinLimit from "./migrations/0018_usage_within_limit.js"
 import OrderlessDocuments from "./migrations/0019_orderless_documents.js"
 import WebhookClaimOrder from "./migrations/0020_webhook_claim_order.js"
 import EventsWithoutOwnerIndex from "./migrations/0021_events_without_owner_index.js"
+import WebhookDeliveriesWithoutDueIndex from "./migrations/0022_webhook_deliveries_without_due_index.js"
 import * as Tracing from "../Tracing.js"
 
 /** Every migration by name, statically imported so that a bundled build finds them. */
@@ -47,7 +48,8 @@ export const records = {
   "0018_usage_within_limit": UsageWithinLimit,
   "0019_orderless_documents": OrderlessDocuments,
   "0020_webhook_claim_order": WebhookClaimOrder,
-  "0021_events_without_owner_index": EventsWithoutOwnerIndex
+  "0021_events_without_owner_index": EventsWithoutOwnerIndex,
+  "0022_webhook_deliveries_without_due_index": WebhookDeliveriesWithoutDueIndex
 }
 
 export const loader = Migrator.fromRecord(records)

@@ -25,7 +25,6 @@ import * as Batched from "../../sql/Batched.js"
 import { orDie } from "../../sql/Defects.js"
 import { WEBHOOK_CHANNEL } from "../../sql/Channels.js"
 import { iso } from "../../sql/Outbox.js"
-import { PREPARED, unplanned } from "../../sql/Prepared.js"
 import * as Tables from "../../sql/Tables.js"
 import type { AttemptResult, DueDelivery, NewEndpoint, NewTestEvent, WebhookRepository } from "./WebhookRepository.js"
 import * as Tracing from "../../Tracing.js"
@@ -160,7 +159,6 @@ const toDue = (row: typeof DueRow.Type): DueDelivery => ({
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const prepared = sql.literal(PREPARED)
   /**
    * The ids of the deliveries matching `where`, locked in the order of their ids: every statement
    * that writes many deliveries locks them so (a single row's writes need not), so that two of
@@ -331,11 +329,15 @@ export const make = Effect.gen(function*() {
     // the table is vacuumed, and a count of every endpoint's leases at once (a bitmap scan) grew
     // with the deliveries made since (5 ms a claim after 26,000). Counted for every endpoint, the
     // probe cost about 50 µs each (130 ms a claim with 2,000 idle endpoints).
-    execute: ({ at: time, limit, until }) => {
-      // Through sub-selects, so that PostgreSQL keeps one plan for the prepared statement instead
-      // of planning it again for each value (a millisecond a claim).
-      const at = sql`(SELECT ${time}::timestamptz)`
-      return sql`${prepared}
+    //
+    // The rows to lock and write are named by id (`= ANY`), read from the primary key whatever
+    // the table's statistics say: planned on statistics taken while few deliveries were pending,
+    // a join to them read every pending delivery instead (a backlog arrives faster than the table
+    // is analyzed). Like every statement on this queue, it is planned for each call, not prepared:
+    // the table swings from empty to a backlog of thousands, and a prepared statement's plan, made
+    // once while it was small, kept reading it whole (25 ms a claim with 18,000 pending).
+    execute: ({ at, limit, until }) =>
+      sql`
         WITH orphans AS (
           SELECT o.id FROM webhook_endpoints w
           CROSS JOIN LATERAL (
@@ -343,13 +345,13 @@ export const make = Effect.gen(function*() {
             WHERE d.endpoint_id = w.id AND d.status = 'pending' AND d.next_attempt_at <= ${at}
               AND (d.locked_until IS NULL OR d.locked_until < ${at})
             ORDER BY d.next_attempt_at, d.id
-            LIMIT ${unplanned(sql, limit)}
+            LIMIT ${limit}
             FOR UPDATE OF d SKIP LOCKED
           ) o
           WHERE w.disabled_at IS NOT NULL
         ), orphaned AS (
-          UPDATE webhook_deliveries d SET status = 'failed', next_attempt_at = NULL, updated_at = ${at}
-          FROM orphans o WHERE d.id = o.id
+          UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, updated_at = ${at}
+          WHERE id = ANY(ARRAY(SELECT id FROM orphans))
         ), waiting AS (
           SELECT w.id AS endpoint_id, c.id, c.next_attempt_at,
                  row_number() OVER (PARTITION BY w.id ORDER BY c.next_attempt_at, c.id) AS place
@@ -377,12 +379,12 @@ export const make = Effect.gen(function*() {
           JOIN waiting c ON c.endpoint_id = e.endpoint_id AND c.place <= ${inFlightLimit} - b.n
         ), due AS (
           SELECT d.id FROM webhook_deliveries d
-          WHERE d.id IN (SELECT id FROM candidates ORDER BY next_attempt_at, id LIMIT ${unplanned(sql, limit)})
+          WHERE d.id = ANY(ARRAY(SELECT id FROM candidates ORDER BY next_attempt_at, id LIMIT ${limit}))
             AND d.status = 'pending' AND (d.locked_until IS NULL OR d.locked_until < ${at})
           FOR UPDATE SKIP LOCKED
         ), claimed AS (
           UPDATE webhook_deliveries d SET locked_until = ${until}, claims = d.claims + 1
-          FROM due WHERE d.id = due.id
+          WHERE d.id = ANY(ARRAY(SELECT id FROM due))
           RETURNING d.id, d.claims, d.failures, d.endpoint_id, d.event_id, d.test_event_id, d.next_attempt_at
         )
         SELECT c.id, c.claims, c.failures, c.endpoint_id, w.url, w.mode, w.secret, ev.id AS event_id,
@@ -390,7 +392,6 @@ export const make = Effect.gen(function*() {
                                  'data', ev.data)::text AS body
         FROM claimed c JOIN webhook_endpoints w ON w.id = c.endpoint_id ${sql.literal(eventOf("c"))}
         ORDER BY c.next_attempt_at, c.id`
-    }
   })
 
   const selectNextDue = SqlSchema.single({
@@ -434,14 +435,14 @@ export const make = Effect.gen(function*() {
    * endpoint is disabled (a 410 to another delivery while this one was in flight). The rows are
    * locked in the order of their ids first, as every statement that writes many deliveries locks
    * them, so that two such statements never wait for each other (a deadlock). The rows are found
-   * by their ids in the primary key (`= ANY`): joined to the input alone, the prepared plan read the
+   * by their ids in the primary key (`= ANY`): joined to the input alone, a plan could read the
    * whole table (8 ms a statement with 12,000 deliveries).
    */
   const recordAll = SqlSchema.findAll({
     Request: Schema.Array(Outcome),
     Result: DeliveryRow.pick("id", "endpoint_id"),
     execute: (outcomes) =>
-      sql`${prepared}
+      sql`
         WITH o AS (
           SELECT * FROM json_to_recordset(${JSON.stringify(outcomes)}::json) AS o(${sql.literal(outcomeRecordset)})
         ), locked AS (
