@@ -3,6 +3,7 @@ import * as Undici from "@effect/platform-node/Undici"
 import * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
@@ -47,26 +48,33 @@ export const MAX_ANSWER_BYTES = 4096
 /** The longest excerpt of an unsuccessful answer kept in the delivery history. */
 export const EXCERPT_CHARS = 256
 
+/** The start of a body as one line of at most `EXCERPT_CHARS` characters. */
+const oneLine = (bytes: Uint8Array) =>
+  new TextDecoder().decode(bytes.subarray(0, MAX_ANSWER_BYTES)).replace(/\s+/g, " ").trim().slice(0, EXCERPT_CHARS)
+
 /**
- * The start of an answer's body as one line of at most `EXCERPT_CHARS` characters, reading at most
- * `MAX_ANSWER_BYTES`; the response's stream aborts the request when it is left early.
+ * The start of an answer's body as one line, reading at most `MAX_ANSWER_BYTES`: the response's
+ * stream aborts the request when it is left early. An answer known to be no longer (a `204`, or a
+ * `content-length` within the bound, which the HTTP client holds the body to) is read whole
+ * instead: no stream to run and no request to abort, for the answer most receivers give.
  */
-const excerpt = <E>(body: Stream.Stream<Uint8Array, E>) =>
-  body.pipe(
-    Stream.runFoldWhile(
-      { chunks: Chunk.empty<Uint8Array>(), size: 0 },
-      (read) => read.size < MAX_ANSWER_BYTES,
-      (read, bytes) => {
-        const kept = bytes.slice(0, MAX_ANSWER_BYTES - read.size)
-        return { chunks: Chunk.append(read.chunks, kept), size: read.size + kept.length }
-      }
-    ),
-    Effect.map((read) =>
-      new TextDecoder().decode(Buffer.concat(Chunk.toReadonlyArray(read.chunks))).replace(/\s+/g, " ").trim()
-        .slice(0, EXCERPT_CHARS)
-    ),
-    Effect.orElseSucceed(() => "")
-  )
+const excerpt = (response: HttpClientResponse.HttpClientResponse): Effect.Effect<string> => {
+  const length = response.status === 204 ? 0 : Number(response.headers["content-length"] ?? Number.NaN)
+  const read = Number.isInteger(length) && length >= 0 && length <= MAX_ANSWER_BYTES
+    ? Effect.map(response.arrayBuffer, (buffer) => oneLine(new Uint8Array(buffer)))
+    : response.stream.pipe(
+      Stream.runFoldWhile(
+        { chunks: Chunk.empty<Uint8Array>(), size: 0 },
+        (read) => read.size < MAX_ANSWER_BYTES,
+        (read, bytes) => {
+          const kept = bytes.slice(0, MAX_ANSWER_BYTES - read.size)
+          return { chunks: Chunk.append(read.chunks, kept), size: read.size + kept.length }
+        }
+      ),
+      Effect.map((read) => oneLine(Buffer.concat(Chunk.toReadonlyArray(read.chunks))))
+    )
+  return Effect.orElseSucceed(read, () => "")
+}
 
 interface ErrorDetails {
   readonly code?: unknown
@@ -152,7 +160,7 @@ export const make = (options: WebhookOptions) =>
           Effect.timeoutFail({ duration: timeout, onTimeout: () => noAnswer })
         )
         const left = Duration.millis(Math.max(0, Duration.toMillis(timeout) - ((yield* Clock.currentTimeMillis) - started)))
-        const body = yield* excerpt(response.stream).pipe(Effect.timeoutTo({
+        const body = yield* excerpt(response).pipe(Effect.timeoutTo({
           duration: left,
           onSuccess: (text) => text,
           onTimeout: () => ""

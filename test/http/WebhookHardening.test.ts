@@ -153,6 +153,20 @@ for (const [name, backend] of backends) {
         }
       }))
 
+    it.scoped("item 5: a short unsuccessful answer of a declared length keeps its excerpt, on one line", () =>
+      Effect.gen(function*() {
+        const server = Http.createServer((request, response) => {
+          request.resume()
+          request.on("end", () => response.writeHead(429, { "content-length": 24 }).end("  slow\n down,\tplease  \n\n"))
+        })
+        const port = yield* serving(server, 0, "127.0.0.1").pipe(Effect.orDie)
+        const { mockId, testKey, userId } = yield* user
+        const endpoint = yield* subscribe(userId, `http://127.0.0.1:${port}/hooks`)
+        yield* holdOrder(testKey, mockId)
+        const [delivery] = yield* deliveriesWhen(endpoint.id, ([d]) => (d?.history.length ?? 0) > 0)
+        expect(delivery?.history[0]).toMatchObject({ status_code: 429, error: "answered: slow down, please" })
+      }))
+
     it.scoped("item 6: a black-hole endpoint holds at most 4 deliveries in flight; another user's endpoint keeps its latency", () =>
       Effect.gen(function*() {
         const hole = yield* receiver(() => "hang")
