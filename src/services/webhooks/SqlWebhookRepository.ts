@@ -159,12 +159,12 @@ const toDue = (row: typeof DueRow.Type): DueDelivery => ({
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  const inFlightLimit = sql.literal(String(MAX_IN_FLIGHT_PER_ENDPOINT))
   /**
    * The ids of the deliveries matching `where`, locked in the order of their ids: every statement
    * that writes many deliveries locks them so (a single row's writes need not), so that two of
    * them never each hold a row the other waits for.
    */
-  const inFlightLimit = sql.literal(String(MAX_IN_FLIGHT_PER_ENDPOINT))
   const inIdOrder = (where: Statement.Fragment) =>
     sql`SELECT id FROM webhook_deliveries WHERE ${where} ORDER BY id FOR UPDATE`
   const lease = (duration: Duration.Duration) =>
