@@ -681,27 +681,17 @@ for (const [name, backend] of sqlBackends) {
           )
           expect({ batches, calls }).toEqual({ batches: 1, calls: 4 })
           const found = (id: DeliveryId) => Effect.map(webhooks.findDelivery(id), Option.getOrThrow)
-          expect(yield* found(succeeded.id)).toMatchObject({
-            status: "succeeded",
+          /** A delivery after its one attempt, answered `code` (or not at all). */
+          const afterOne = (status: string, code: number | null, next: DateTime.Utc | null, error: string | null) => ({
+            status,
             attempts: 1,
-            last_status_code: 200,
-            next_attempt_at: null,
-            history: [{ attempted_at: now, status_code: 200, error: null, duration_ms: 12 }]
+            last_status_code: code,
+            next_attempt_at: next,
+            history: [{ attempted_at: now, status_code: code, error, duration_ms: 12 }]
           })
-          expect(yield* found(retried.id)).toMatchObject({
-            status: "pending",
-            attempts: 1,
-            last_status_code: 503,
-            next_attempt_at: later,
-            history: [{ attempted_at: now, status_code: 503, error: null, duration_ms: 12 }]
-          })
-          expect(yield* found(failed.id)).toMatchObject({
-            status: "failed",
-            attempts: 1,
-            last_status_code: null,
-            next_attempt_at: null,
-            history: [{ attempted_at: now, status_code: null, error: "connection refused", duration_ms: 12 }]
-          })
+          expect(yield* found(succeeded.id)).toMatchObject(afterOne("succeeded", 200, null, null))
+          expect(yield* found(retried.id)).toMatchObject(afterOne("pending", 503, later, null))
+          expect(yield* found(failed.id)).toMatchObject(afterOne("failed", null, null, "connection refused"))
           expect(yield* found(lost.id)).toMatchObject({ status: "pending", attempts: 0, history: [] })
 
           // The claim that holds it now records its answer.
