@@ -1,8 +1,10 @@
+import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
 import * as Metric from "effect/Metric"
 import * as MetricBoundaries from "effect/MetricBoundaries"
+import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as MetricSeries from "../MetricSeries.js"
 
@@ -221,3 +223,18 @@ export const rounds = <A>(items: ReadonlyArray<A>, key: (item: A) => string): Re
   })
   return result
 }
+
+/**
+ * `batched` for a call outside any transaction; inside a caller's transaction, `direct`, in it: a
+ * batch runs on a connection of its own, which neither sees the transaction's writes nor commits
+ * with it, and the transaction cannot wait for it.
+ */
+export const unlessInTransaction = <I, A, E, R>(
+  direct: (input: I) => Effect.Effect<A, E, R>,
+  batched: (input: I) => Effect.Effect<A, E, R>
+) =>
+(input: I): Effect.Effect<A, E, R> =>
+  Effect.flatMap(
+    Effect.serviceOption(SqlClient.TransactionConnection),
+    (transaction) => Option.isSome(transaction) ? direct(input) : batched(input)
+  )

@@ -556,11 +556,10 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
   })
 
   /** Recordings batched with those arriving meanwhile; inside a caller's transaction, in it (they cannot wait for a batch). */
-  const recordHeardMany = (recordings: ReadonlyArray<Heard>) =>
-    Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (transaction) =>
-      Option.isSome(transaction)
-        ? Effect.forEach(recordings, (recording) => Effect.exit(recordOne(recording)))
-        : recordBatched(recordings))
+  const recordHeardMany = Batched.unlessInTransaction(
+    (recordings: ReadonlyArray<Heard>) => Effect.forEach(recordings, (recording) => Effect.exit(recordOne(recording))),
+    recordBatched
+  )
 
   /** A word recorded whatever the intent's state (only a word heard on a stream is ever left out). */
   const certain = (exit: Exit.Exit<Option.Option<Transition>>): Exit.Exit<Transition> =>

@@ -159,7 +159,6 @@ const toDue = (row: typeof DueRow.Type): DueDelivery => ({
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const inFlightLimit = sql.literal(String(MAX_IN_FLIGHT_PER_ENDPOINT))
   /**
    * The ids of the deliveries matching `where`, locked in the order of their ids: every statement
    * that writes many deliveries locks them so (a single row's writes need not), so that two of
@@ -361,7 +360,7 @@ export const make = Effect.gen(function*() {
             WHERE d.endpoint_id = w.id AND d.status = 'pending' AND d.next_attempt_at <= ${at}
               AND (d.locked_until IS NULL OR d.locked_until < ${at})
             ORDER BY d.next_attempt_at, d.id
-            LIMIT ${inFlightLimit}
+            LIMIT ${MAX_IN_FLIGHT_PER_ENDPOINT}
           ) c
           WHERE w.disabled_at IS NULL
         ), candidates AS (
@@ -373,10 +372,10 @@ export const make = Effect.gen(function*() {
               WHERE l.endpoint_id = e.endpoint_id AND l.status = 'pending' AND l.locked_until IS NOT NULL
                 AND l.locked_until >= ${at}
               ORDER BY l.locked_until
-              LIMIT ${inFlightLimit}
+              LIMIT ${MAX_IN_FLIGHT_PER_ENDPOINT}
             ) leased
           ) b
-          JOIN waiting c ON c.endpoint_id = e.endpoint_id AND c.place <= ${inFlightLimit} - b.n
+          JOIN waiting c ON c.endpoint_id = e.endpoint_id AND c.place <= ${MAX_IN_FLIGHT_PER_ENDPOINT} - b.n
         ), due AS (
           SELECT d.id FROM webhook_deliveries d
           WHERE d.id = ANY(ARRAY(SELECT id FROM candidates ORDER BY next_attempt_at, id LIMIT ${limit}))
@@ -517,9 +516,10 @@ export const make = Effect.gen(function*() {
    * flight) are recorded by one statement; inside a caller's transaction, in it.
    */
   const recordBatched = yield* Batched.make(recordBatch, { name: "webhook_complete", maxBatch: 100, concurrency: 2 })
-  const recordOne = (outcome: typeof Outcome.Type) =>
-    Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (transaction) =>
-      Option.isSome(transaction) ? Effect.asVoid(recordAll([outcome])) : recordBatched(outcome))
+  const recordOne = Batched.unlessInTransaction(
+    (outcome: typeof Outcome.Type) => Effect.asVoid(orDie(recordAll([outcome]))),
+    recordBatched
+  )
 
   const outcome = (delivery: DueDelivery, result: AttemptResult): typeof Outcome.Type => {
     const next = result.next
