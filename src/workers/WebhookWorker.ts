@@ -52,6 +52,21 @@ export const EXCERPT_CHARS = 256
 const oneLine = (bytes: Uint8Array) =>
   new TextDecoder().decode(bytes.subarray(0, MAX_ANSWER_BYTES)).replace(/\s+/g, " ").trim().slice(0, EXCERPT_CHARS)
 
+// The steps of `excerpt` below, made once (see "Hot paths" in docs/development.md).
+interface Read {
+  readonly chunks: Chunk.Chunk<Uint8Array>
+  readonly size: number
+}
+const NOTHING_READ: Read = { chunks: Chunk.empty(), size: 0 }
+const underBound = (read: Read) => read.size < MAX_ANSWER_BYTES
+const readOn = (read: Read, bytes: Uint8Array): Read => {
+  const kept = bytes.slice(0, MAX_ANSWER_BYTES - read.size)
+  return { chunks: Chunk.append(read.chunks, kept), size: read.size + kept.length }
+}
+const readLine = (read: Read) => oneLine(Buffer.concat(Chunk.toReadonlyArray(read.chunks)))
+const wholeLine = (buffer: ArrayBuffer) => oneLine(new Uint8Array(buffer))
+const noExcerpt = () => ""
+
 /**
  * The start of an answer's body as one line, reading at most `MAX_ANSWER_BYTES`: the response's
  * stream aborts the request when it is left early. An answer known to be no longer (a `204`, or a
@@ -61,19 +76,9 @@ const oneLine = (bytes: Uint8Array) =>
 const excerpt = (response: HttpClientResponse.HttpClientResponse): Effect.Effect<string> => {
   const length = response.status === 204 ? 0 : Number(response.headers["content-length"] ?? Number.NaN)
   const read = Number.isInteger(length) && length >= 0 && length <= MAX_ANSWER_BYTES
-    ? Effect.map(response.arrayBuffer, (buffer) => oneLine(new Uint8Array(buffer)))
-    : response.stream.pipe(
-      Stream.runFoldWhile(
-        { chunks: Chunk.empty<Uint8Array>(), size: 0 },
-        (read) => read.size < MAX_ANSWER_BYTES,
-        (read, bytes) => {
-          const kept = bytes.slice(0, MAX_ANSWER_BYTES - read.size)
-          return { chunks: Chunk.append(read.chunks, kept), size: read.size + kept.length }
-        }
-      ),
-      Effect.map((read) => oneLine(Buffer.concat(Chunk.toReadonlyArray(read.chunks))))
-    )
-  return Effect.orElseSucceed(read, () => "")
+    ? Effect.map(response.arrayBuffer, wholeLine)
+    : Effect.map(Stream.runFoldWhile(response.stream, NOTHING_READ, underBound, readOn), readLine)
+  return Effect.orElseSucceed(read, noExcerpt)
 }
 
 interface ErrorDetails {
