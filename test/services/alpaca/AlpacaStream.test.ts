@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as HashMap from "effect/HashMap"
@@ -90,6 +91,39 @@ const eventually = (check: () => boolean) =>
       yield* Effect.sleep(10)
     }
     expect(check()).toBe(true)
+  })
+
+/** A WebSocket server of the test's own on a loopback port, closed with the test's scope. */
+const ownServer = Effect.acquireRelease(
+  Effect.async<WebSocketServer>((resume) => {
+    const server: WebSocketServer = new WebSocketServer(
+      { port: 0, host: "127.0.0.1" },
+      (): void => resume(Effect.succeed(server))
+    )
+  }),
+  (server) =>
+    Effect.async<void>((resume) => {
+      for (const client of server.clients) client.terminate()
+      server.close(() => resume(Effect.void))
+    })
+)
+
+const urlOf = (server: WebSocketServer) => {
+  const address = server.address()
+  return `ws://127.0.0.1:${address !== null && typeof address === "object" ? address.port : 1}`
+}
+
+/** Answers the stream's sign-in and `listen` as Alpaca does, then calls `listening` with the socket. */
+const signIn = (socket: WebSocket, listening: () => void) =>
+  socket.on("message", (data: RawData) => {
+    const message: unknown = JSON.parse(String(data))
+    const action = typeof message === "object" && message !== null && "action" in message ? message.action : null
+    if (action === "authenticate") {
+      socket.send(JSON.stringify({ stream: "authorization", data: { action: "authenticate", status: "authorized" } }))
+    } else {
+      socket.send(JSON.stringify({ stream: "listening", data: { streams: ["trade_updates"] } }))
+      listening()
+    }
   })
 
 describe("AlpacaStream against the fake Alpaca", () => {
@@ -297,45 +331,66 @@ describe("AlpacaStream against the fake Alpaca", () => {
   it.scopedLive("a trade update that cannot be read is skipped; the next one arrives", () =>
     Effect.gen(function*() {
       const fake = yield* FakeAlpaca.make()
-      const server = yield* Effect.acquireRelease(
-        Effect.async<WebSocketServer>((resume) => {
-          const server: WebSocketServer = new WebSocketServer(
-            { port: 0, host: "127.0.0.1" },
-            (): void => resume(Effect.succeed(server))
-          )
-        }),
-        (server) =>
-          Effect.async<void>((resume) => {
-            for (const client of server.clients) client.terminate()
-            server.close(() => resume(Effect.void))
-          })
-      )
+      const server = yield* ownServer
       const order = fake.orders()[0] ?? (yield* submit(fake)).order
       const stored = fake.orders().find((placed) => placed.id === order.id)
-      server.on("connection", (socket: WebSocket) => {
-        socket.on("message", (data: RawData) => {
-          const message: unknown = JSON.parse(String(data))
-          const action = typeof message === "object" && message !== null && "action" in message ? message.action : null
-          if (action === "authenticate") {
-            socket.send(JSON.stringify({ stream: "authorization", data: { action: "authenticate", status: "authorized" } }))
-          } else {
-            socket.send(JSON.stringify({ stream: "listening", data: { streams: ["trade_updates"] } }))
-            socket.send(JSON.stringify({ stream: "trade_updates", data: { event: "fill", order: { id: 1 } } }))
-            socket.send(JSON.stringify({ stream: "something_new", data: {} }))
-            // A number where Alpaca mostly sends a string, and a field routing does not read.
-            socket.send(
-              JSON.stringify({ stream: "trade_updates", data: { event: "held", price: 12.5, extra: true, order: stored } })
-            )
-          }
-        })
-      })
-      const address = server.address()
-      const port = address !== null && typeof address === "object" ? address.port : 1
-      const { events } = yield* subscribe(`ws://127.0.0.1:${port}`)
+      server.on("connection", (socket: WebSocket) =>
+        signIn(socket, () => {
+          socket.send(JSON.stringify({ stream: "trade_updates", data: { event: "fill", order: { id: 1 } } }))
+          socket.send(JSON.stringify({ stream: "something_new", data: {} }))
+          // A number where Alpaca mostly sends a string, and a field routing does not read.
+          socket.send(
+            JSON.stringify({ stream: "trade_updates", data: { event: "held", price: 12.5, extra: true, order: stored } })
+          )
+        }))
+      const { events } = yield* subscribe(urlOf(server))
       expect(yield* next(events)).toStrictEqual({ _tag: "Connected" })
       const update = yield* nextUpdate(events)
       expect(update).toMatchObject({ event: "held", price: 12.5 })
       expect(update.order.id).toBe(order.id)
+    }))
+
+  it.scopedLive("a consumer that falls behind stops the reading: the updates wait at the sender, the connection is kept, none is lost", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeAlpaca.make()
+      const server = yield* ownServer
+      const { order } = yield* submit(fake)
+      const stored = fake.orders().find((placed) => placed.id === order.id)
+      // About 20 MB of updates, far more than the kernel's buffers between two loopback sockets hold.
+      const count = 2_000
+      const padding = "x".repeat(10_000)
+      const sockets: Array<WebSocket> = []
+      server.on("connection", (socket: WebSocket) => {
+        sockets.push(socket)
+        signIn(socket, () => {
+          for (let i = 0; i < count; i++) {
+            socket.send(JSON.stringify({ stream: "trade_updates", data: { event: "held", execution_id: String(i), padding, order: stored } }))
+          }
+        })
+      })
+      // The consumer takes nothing until the gate opens. A heartbeat every 50 ms would drop a
+      // connection silent for 100 ms: a paused one is not judged by its silence.
+      const gate = yield* Deferred.make<void>()
+      const received: Array<string> = []
+      yield* AlpacaStream.updates(urlOf(server), credentialsOf(KEY), { ...FAST, heartbeat: "50 millis" }).pipe(
+        Stream.runForEach((event) =>
+          Effect.zipRight(
+            Deferred.await(gate),
+            Effect.sync(() => received.push(event._tag === "TradeUpdate" ? event.update.execution_id ?? "" : event._tag))
+          )),
+        Effect.forkScoped
+      )
+      yield* eventually(() => sockets.length === 1 && sockets[0]!.bufferedAmount > 0)
+      yield* Effect.sleep(500)
+      // Had the stream kept reading, the sender's buffer would be empty by now.
+      expect(sockets[0]!.bufferedAmount).toBeGreaterThan(1_000_000)
+      expect(received).toStrictEqual([])
+
+      yield* Deferred.succeed(gate, undefined)
+      yield* eventually(() => received.length === count + 1)
+      expect(received).toStrictEqual(["Connected", ...Array.from({ length: count }, (_, i) => String(i))])
+      expect(sockets).toHaveLength(1)
+      expect(sockets[0]!.bufferedAmount).toBe(0)
     }))
 })
 

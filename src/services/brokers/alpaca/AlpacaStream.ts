@@ -54,6 +54,15 @@ const EventName = Schema.Struct({ event: Schema.String })
 
 const CONNECTED: StreamEvent = { _tag: "Connected" }
 
+/**
+ * Messages read from the socket and not yet handled: at `PAUSE_AT` the socket is paused (its data
+ * stays in the kernel's buffers and then Alpaca's, as TCP's flow control holds it back), and
+ * resumed once they are down to `RESUME_AT`. A consumer slower than Alpaca (a slow database)
+ * slows the reading instead of piling messages up in memory.
+ */
+const PAUSE_AT = 256
+const RESUME_AT = 64
+
 /** A WebSocket message's text, whichever way it was framed (text, binary, fragments). */
 export const textOf = (data: RawData): string =>
   Array.isArray(data)
@@ -75,6 +84,8 @@ const connection = (
     const signals = yield* Queue.unbounded<Signal>()
     /** Whether the server showed a sign of life since the last heartbeat. */
     const liveness = { seen: true }
+    /** Messages read and not yet handled, and whether the socket is paused for them (see `PAUSE_AT`). */
+    const backlog = { messages: 0, paused: false }
     const socket = yield* Effect.acquireRelease(
       Effect.sync(() => {
         const socket = new WebSocket(url)
@@ -85,6 +96,10 @@ const connection = (
         socket.on("message", (data: RawData) => {
           liveness.seen = true
           signals.unsafeOffer({ _tag: "Message", text: textOf(data) })
+          if (++backlog.messages >= PAUSE_AT && !backlog.paused) {
+            backlog.paused = true
+            socket.pause()
+          }
         })
         socket.on("pong", () => {
           liveness.seen = true
@@ -113,7 +128,8 @@ const connection = (
       let missed = 0
       while (true) {
         yield* Effect.sleep(heartbeat)
-        if (liveness.seen) missed = 0
+        // A paused socket reads no pong: its silence says nothing about the server.
+        if (liveness.seen || backlog.paused) missed = 0
         else missed++
         liveness.seen = false
         if (missed >= 2) {
@@ -181,6 +197,10 @@ const connection = (
               []
             )
           case "Message":
+            if (--backlog.messages <= RESUME_AT && backlog.paused) {
+              backlog.paused = false
+              socket.resume()
+            }
             return onMessage(signal.text)
           case "Closed":
             return Effect.fail(new Disconnected({ reason: signal.reason }))
@@ -194,7 +214,8 @@ const connection = (
  * The `trade_updates` stream of one Alpaca account at `url` (e.g. `wss://paper-api.alpaca.markets/stream`).
  * A lost connection is made again after a jittered exponential back-off (from `minBackoff`, doubling, up
  * to `maxBackoff`; back to `minBackoff` once a connection listens), and `Connected` is emitted again.
- * Updates that cannot be read are logged (their event name only) and skipped. The stream fails only when
+ * Updates that cannot be read are logged (their event name only) and skipped. While more than a few hundred
+ * messages wait for the consumer, the socket is not read (see `PAUSE_AT`). The stream fails only when
  * Alpaca refuses the credentials. Ending the stream closes its connection. The secret key is sent to
  * Alpaca and nowhere else.
  */
