@@ -52,6 +52,13 @@ export interface Recording {
   readonly followUp?: FollowUp | undefined
 }
 
+/** A word the broker volunteered about an order of `connectionId` (see `recordHeard`). */
+export interface HeardWord {
+  readonly connectionId: BrokerId
+  readonly intentId: IntentId
+  readonly order: BrokerOrder
+}
+
 /**
  * What follows a submission whose order the broker left open, queued in the transaction that
  * records it, under the intent's lock: the cancel the client asked for before that lock, if any
@@ -99,6 +106,13 @@ export class RoutingRepository extends Context.Tag("RoutingRepository")<RoutingR
    * asked for is recorded as the client's (`heardReason`).
    */
   readonly recordHeard: (connectionId: BrokerId, intentId: IntentId, order: BrokerOrder) => Effect.Effect<Option.Option<Transition>>
+  /**
+   * Records many volunteered words at once, each as `recordHeard` would: with the recordings
+   * arriving meanwhile, or inside a caller's transaction, in it, a few statements whatever their
+   * number (should those fail, each recorded alone). Each is answered with its own exit, in the
+   * order given.
+   */
+  readonly recordHeardMany: (words: ReadonlyArray<HeardWord>) => Effect.Effect<ReadonlyArray<Exit.Exit<Option.Option<Transition>>>>
   /**
    * Records many words at once, each as `record` would, with its follow-up: in one transaction
    * with the recordings arriving meanwhile (should it fail, each recorded alone), or in the

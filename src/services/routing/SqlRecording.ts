@@ -555,11 +555,19 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
     key: ({ intentId }) => intentId
   })
 
+  /**
+   * Recordings inside a caller's transaction, in it: one alone, or many together under locks, a
+   * few statements whatever their number (should those fail, each recorded alone).
+   */
+  const recordInTransaction = (recordings: ReadonlyArray<Heard>) => {
+    const [only, ...others] = recordings
+    return only !== undefined && others.length === 0
+      ? Effect.map(Effect.exit(recordOne(only)), (exit) => [exit])
+      : recordLocked(recordings)
+  }
+
   /** Recordings batched with those arriving meanwhile; inside a caller's transaction, in it (they cannot wait for a batch). */
-  const recordHeardMany = Batched.unlessInTransaction(
-    (recordings: ReadonlyArray<Heard>) => Effect.forEach(recordings, (recording) => Effect.exit(recordOne(recording))),
-    recordBatched
-  )
+  const recordHeardMany = Batched.unlessInTransaction(recordInTransaction, recordBatched)
 
   /** A word recorded whatever the intent's state (only a word heard on a stream is ever left out). */
   const certain = (exit: Exit.Exit<Option.Option<Transition>>): Exit.Exit<Transition> =>

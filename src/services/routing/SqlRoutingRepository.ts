@@ -227,6 +227,11 @@ export const make = Effect.gen(function*() {
         Tracing.span("RoutingRepository.recordHeard", { attributes: { intent_id: intentId } })
       ),
 
+    recordHeardMany: (words) =>
+      recordHeardMany(words.map(({ connectionId, intentId, order }) => ({ intentId, order, via: connectionId }))).pipe(
+        Tracing.span("RoutingRepository.recordHeardMany", { attributes: { "batch.size": words.length } })
+      ),
+
     recordMany: (recordings) =>
       recordMany(recordings).pipe(
         Tracing.span("RoutingRepository.recordMany", { attributes: { "batch.size": recordings.length } })

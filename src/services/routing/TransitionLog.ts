@@ -3,7 +3,7 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import type { IntentId } from "../../domain/Ids.js"
 import type { Transition } from "../../domain/Routing.js"
-import type { Recording, RoutingRepository } from "./RoutingRepository.js"
+import type { HeardWord, Recording, RoutingRepository } from "./RoutingRepository.js"
 
 /**
  * One line per status change, once written: `intent filled`, with the intent, its reason and the
@@ -41,6 +41,14 @@ export const logged = (repository: RoutingRepository["Type"]): RoutingRepository
     for (const [i, exit] of exits.entries()) {
       const recording = recordings[i]
       if (Exit.isSuccess(exit) && recording !== undefined) yield* logChange(recording.intentId)(exit.value)
+    }
+    return exits
+  }),
+  recordHeardMany: Effect.fnUntraced(function*(words: ReadonlyArray<HeardWord>) {
+    const exits = yield* repository.recordHeardMany(words)
+    for (const [i, exit] of exits.entries()) {
+      const word = words[i]
+      if (Exit.isSuccess(exit) && Option.isSome(exit.value) && word !== undefined) yield* logChange(word.intentId)(exit.value.value)
     }
     return exits
   }),

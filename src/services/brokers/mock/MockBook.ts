@@ -67,6 +67,10 @@ const columnList = Tables.columnList(Row)
 const PricedRow = Schema.Struct({ ...Row.fields, price: Schema.Number })
 const pricedRecordset = Tables.recordsetTypes(PricedRow, { ...types, price: "numeric" })
 
+/** An order filled whole by a price move. */
+export const FillRow = Row.pick("client_order_id", "filled_quantity", "fill_price", "updated_at")
+const fillRecordset = Tables.recordsetTypes(FillRow, types)
+
 /** Numeric columns as text, so that both drivers hand them over alike. */
 const columns = (prefix: string) =>
   Tables.columnsOf(Row).map((column) => types[column] === "numeric" ? `${prefix}${column}::text AS ${column}` : `${prefix}${column}`)
@@ -201,22 +205,25 @@ export const make = Effect.gen(function*() {
           FOR UPDATE OF o`
   })
 
-  const fill = SqlSchema.single({
-    Request: Row.pick("client_order_id", "filled_quantity", "fill_price", "updated_at"),
+  /** Fills orders whole, each at its own quantity and price: one statement whatever their number. */
+  const fill = SqlSchema.findAll({
+    Request: Schema.NonEmptyArray(FillRow),
     Result: Row,
-    execute: (order) =>
-      sql`UPDATE mock_broker_orders
-          SET status = 'filled', triggered = (stop_price IS NOT NULL), filled_quantity = ${order.filled_quantity},
-              fill_price = ${order.fill_price}, filled_at = ${order.updated_at}, updated_at = ${order.updated_at}
-          WHERE client_order_id = ${order.client_order_id}
-          RETURNING ${all}`
+    execute: (orders) =>
+      sql`UPDATE mock_broker_orders m
+          SET status = 'filled', triggered = (m.stop_price IS NOT NULL), filled_quantity = o.filled_quantity,
+              fill_price = o.fill_price, filled_at = o.updated_at, updated_at = o.updated_at
+          FROM json_to_recordset(${JSON.stringify(orders)}::json) AS o(${sql.literal(fillRecordset)})
+          WHERE m.client_order_id = o.client_order_id
+          RETURNING ${sql.literal(columns("m."))}`
   })
 
+  /** Marks stop orders triggered: one statement whatever their number. */
   const trigger = SqlSchema.void({
-    Request: Row.pick("client_order_id", "updated_at"),
-    execute: (order) =>
-      sql`UPDATE mock_broker_orders SET triggered = true, updated_at = ${order.updated_at}
-          WHERE client_order_id = ${order.client_order_id}`
+    Request: Schema.Struct({ client_order_ids: Schema.NonEmptyArray(Schema.String), updated_at: Timestamp }),
+    execute: ({ client_order_ids, updated_at }) =>
+      sql`UPDATE mock_broker_orders SET triggered = true, updated_at = ${updated_at}
+          WHERE client_order_id IN (SELECT json_array_elements_text(${JSON.stringify(client_order_ids)}::json))`
   })
 
   return {

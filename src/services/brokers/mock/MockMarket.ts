@@ -2,6 +2,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
@@ -12,7 +13,7 @@ import { onPrice, statusAt } from "../../../domain/MockExchange.js"
 import { MockPrice, type SetMockPricePayload } from "../../../domain/MockPrice.js"
 import { intentOfOrder } from "../../../domain/Routing.js"
 import { orDie } from "../../../sql/Defects.js"
-import { RoutingRepository } from "../../routing/RoutingRepository.js"
+import { type HeardWord, RoutingRepository } from "../../routing/RoutingRepository.js"
 import * as MockBook from "./MockBook.js"
 import * as Tracing from "../../../Tracing.js"
 
@@ -41,26 +42,38 @@ export class MockMarket extends Context.Tag("MockMarket")<MockMarket, {
       const book = yield* MockBook.make
       const routing = yield* RoutingRepository
 
-      /** Moves one resting order; a fill reaches its intent as the broker's word about the order. */
-      const move = (row: MockBook.BookOrder, price: number, now: DateTime.Utc) =>
-        Effect.gen(function*() {
+      /**
+       * Moves the resting orders at `price`, in one statement for those it triggers, one for those
+       * it fills and one recording of their fills, whatever their number; a fill reaches its intent
+       * as the broker's word about the order.
+       */
+      const move = Effect.fnUntraced(function*(open: ReadonlyArray<MockBook.BookOrder>, price: number, now: DateTime.Utc) {
+        const triggered: Array<string> = []
+        const filled: Array<typeof MockBook.FillRow.Type> = []
+        for (const row of open) {
           const resting = MockBook.toResting(row)
-          if (Option.isNone(resting)) return
-          if (statusAt({ status: row.status, time_in_force: row.time_in_force, placedAt: row.placed_at }, now) === "expired") return
+          if (Option.isNone(resting)) continue
+          if (statusAt({ status: row.status, time_in_force: row.time_in_force, placedAt: row.placed_at }, now) === "expired") continue
           const outcome = onPrice(resting.value, price)
-          if (outcome._tag === "Unchanged") return
-          if (outcome._tag === "Triggered") return yield* book.trigger({ client_order_id: row.client_order_id, updated_at: now })
-          const filled = yield* book.fill({
-            client_order_id: row.client_order_id,
-            filled_quantity: outcome.quantity,
-            fill_price: price,
-            updated_at: now
-          })
+          if (outcome._tag === "Triggered") triggered.push(row.client_order_id)
+          if (outcome._tag === "Filled") {
+            filled.push({ client_order_id: row.client_order_id, filled_quantity: outcome.quantity, fill_price: price, updated_at: now })
+          }
+        }
+        const [firstTriggered, ...moreTriggered] = triggered
+        if (firstTriggered !== undefined) yield* book.trigger({ client_order_ids: [firstTriggered, ...moreTriggered], updated_at: now })
+        const [firstFilled, ...moreFilled] = filled
+        if (firstFilled === undefined) return
+        const words: Array<HeardWord> = []
+        for (const row of yield* book.fill([firstFilled, ...moreFilled])) {
           const intentId = intentOfOrder(row.client_order_id)
-          if (Option.isNone(intentId)) return
           // Recorded only while the intent is open and routed through this connection.
-          yield* routing.recordHeard(row.connection_id, intentId.value, MockBook.toBrokerOrder(filled, now))
-        })
+          if (Option.isSome(intentId)) {
+            words.push({ connectionId: row.connection_id, intentId: intentId.value, order: MockBook.toBrokerOrder(row, now) })
+          }
+        }
+        for (const exit of yield* routing.recordHeardMany(words)) if (Exit.isFailure(exit)) return yield* exit
+      })
 
       return {
         setPrice: Effect.fnUntraced(function*(userId: UserId, payload: SetMockPricePayload) {
@@ -68,8 +81,7 @@ export class MockMarket extends Context.Tag("MockMarket")<MockMarket, {
           const now = yield* DateTime.now
           return yield* Effect.gen(function*() {
             const saved = yield* book.setPrice({ user_id: userId, symbol: payload.symbol, price: payload.price, updated_at: now })
-            const open = yield* book.openOrders({ userId, symbol: payload.symbol })
-            yield* Effect.forEach(open, (row) => move(row, saved.price, now), { discard: true })
+            yield* move(yield* book.openOrders({ userId, symbol: payload.symbol }), saved.price, now)
             return toPrice(saved)
           }).pipe(sql.withTransaction, orDie)
         }, Tracing.span("MockMarket.setPrice")),
