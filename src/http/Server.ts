@@ -1,7 +1,6 @@
 import * as Etag from "@effect/platform/Etag"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import * as HttpApiSwagger from "@effect/platform/HttpApiSwagger"
 import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
 import * as HttpPlatform from "@effect/platform/HttpPlatform"
 import type * as HttpRouter from "@effect/platform/HttpRouter"
@@ -31,6 +30,7 @@ import { AdminAuthLive, ApiKeyAuthLive } from "./Auth.js"
 import { DashboardAuthLive, PublicUrl, SignupPolicy } from "./DashboardAuth.js"
 import * as DashboardAssets from "./DashboardAssets.js"
 import { DashboardHttpLive, DashboardLoginHttpLive } from "./DashboardHttp.js"
+import * as DocsHttp from "./DocsHttp.js"
 import * as Edge from "./Edge.js"
 import { EventsHttpLive } from "./EventsHttp.js"
 import { HealthHttpLive } from "./HealthHttp.js"
@@ -136,6 +136,9 @@ const dashboardSettings = (options: Options) =>
     Layer.succeed(SignupPolicy, options.signup ?? "open")
   )
 
+/** Where the API's OpenAPI document is served. */
+const OPENAPI_PATH = "/api/v1/openapi.json"
+
 /**
  * The HTTP service on the `HttpServer` in context: the API, its OpenAPI document at
  * `/api/v1/openapi.json`, a Swagger page at `/docs`, metrics at `/metrics`, and the edge middleware
@@ -143,8 +146,8 @@ const dashboardSettings = (options: Options) =>
  */
 export const layer = (options: Options) =>
   serve.pipe(
-    Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
-    Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/api/v1/openapi.json" })),
+    Layer.provide(DocsHttp.layer(OPENAPI_PATH)),
+    Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: OPENAPI_PATH })),
     Layer.provide(options.dashboardAssets === undefined ? Layer.empty : DashboardAssets.layer(options.dashboardAssets)),
     Layer.provide(MetricsHttp.layer),
     Layer.provide(ApiMiddleware.layer),

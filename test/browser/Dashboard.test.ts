@@ -475,4 +475,27 @@ describe("the dashboard in a browser", () => {
       await context.close()
     }
   }, 180_000)
+
+  it("the API's Swagger page at /docs renders the OpenAPI document's operations from its own files", async () => {
+    const { context, page, problems } = await open()
+    try {
+      const loaded: Array<string> = []
+      page.on("response", (response) => loaded.push(`${response.status()} ${new URL(response.url()).pathname}`))
+      await page.goto(`${baseUrl}/docs`)
+      await page.getByRole("heading", { name: /Trade Intent Router/ }).waitFor()
+      // Each operation of the document is listed: the intents' creation among them.
+      await page.locator(".opblock-post", { hasText: "/api/v1/intents" }).first().waitFor()
+      expect(await page.title()).toBe("Trade Intent Router Documentation")
+      expect(loaded).toEqual(expect.arrayContaining([
+        "200 /docs",
+        "200 /docs/swagger-ui.css",
+        "200 /docs/swagger-ui-bundle.js",
+        "200 /docs/init.js",
+        "200 /api/v1/openapi.json"
+      ]))
+      expect(problems).toEqual([])
+    } finally {
+      await context.close()
+    }
+  }, 60_000)
 })

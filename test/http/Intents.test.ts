@@ -370,6 +370,15 @@ for (const [name, server] of servers) {
           const docs = yield* send("GET", "/docs")
           expect(docs.status).toBe(200)
           expect(docs.text).toContain("swagger")
+          // The Swagger UI's files are served beside the page, not built into it.
+          const script = yield* send("GET", "/docs/swagger-ui-bundle.js")
+          expect({ status: script.status, type: script.headers["content-type"] }).toEqual({
+            status: 200,
+            type: "text/javascript; charset=utf-8"
+          })
+          expect(script.text).toContain("SwaggerUIBundle")
+          expect((yield* send("GET", "/docs/swagger-ui.css")).headers["content-type"]).toBe("text/css; charset=utf-8")
+          expect((yield* send("GET", "/docs/init.js")).text).toContain(`"/api/v1/openapi.json"`)
         }))
     })
   })
