@@ -72,6 +72,7 @@ export class MockMarket extends Context.Tag("MockMarket")<MockMarket, {
             words.push({ connectionId: row.connection_id, intentId: intentId.value, order: MockBook.toBrokerOrder(row, now) })
           }
         }
+        if (words.length === 0) return
         for (const exit of yield* routing.recordHeardMany(words)) if (Exit.isFailure(exit)) return yield* exit
       })
 
