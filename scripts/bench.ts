@@ -137,6 +137,11 @@ interface Line {
   readonly dbCpuMs?: number
   /** The fraction of that CPU spent in garbage collection. */
   readonly gcShare: number
+  /**
+   * The share of the run's time the server's main (JavaScript) thread was on a core: near 1, its
+   * requests queue for the thread. Absent on lines without a run of their own.
+   */
+  readonly mainBusy?: number
   readonly peakMiB: number
   /** The floor's line this one is compared with, by scenario name and connections. */
   readonly floor?: string
@@ -210,7 +215,7 @@ interface LoadSpec {
   readonly next: (n: number) => { readonly path: string; readonly body?: string }
 }
 
-type Measurement = Pick<Line, "connections" | "perSecond" | "p50Ms" | "p99Ms" | "cpuMs" | "dbCpuMs" | "gcShare" | "peakMiB">
+type Measurement = Pick<Line, "connections" | "perSecond" | "p50Ms" | "p99Ms" | "cpuMs" | "dbCpuMs" | "gcShare" | "mainBusy" | "peakMiB">
 
 /**
  * Drives `target` with autocannon at `connections` for a warm-up second, then for the measured
@@ -228,7 +233,7 @@ const load = async (
   await fire(warmUpFor(settings, target, spec))
   await sleep(RUN_GAP_MS)
   let endedAt = Number.NaN
-  const { result, cpuMs: cpu, dbCpuMs, gcShare, peakMiB } = await measured(target, async () => {
+  const { result, cpuMs: cpu, dbCpuMs, gcShare, mainBusy, peakMiB } = await measured(target, async () => {
     const result = await fire(settings.durationSeconds)
     endedAt = performance.now()
     return result
@@ -248,6 +253,7 @@ const load = async (
     cpuMs: cpu / requests,
     dbCpuMs: dbCpuMs / requests,
     gcShare,
+    mainBusy,
     peakMiB,
     endedAt
   }
@@ -510,7 +516,7 @@ const endToEnd = async (context: Context, connections: number): Promise<Readonly
   const samples: Array<number> = []
   const fromAnswer: Array<number> = []
   const started = performance.now()
-  const { cpuMs: cpu, dbCpuMs, gcShare, peakMiB } = await measured(serviceProcess(context), () =>
+  const { cpuMs: cpu, dbCpuMs, gcShare, mainBusy, peakMiB } = await measured(serviceProcess(context), () =>
     runClients(context.settings.intents, connections, async (index, signal) => {
       const sent = performance.now()
       const created = await request(`${baseUrl}/api/v1/intents`, apiKey, {
@@ -546,6 +552,7 @@ const endToEnd = async (context: Context, connections: number): Promise<Readonly
       cpuMs: cpu / samples.length,
       dbCpuMs: dbCpuMs / samples.length,
       gcShare,
+      mainBusy,
       peakMiB,
       floor: FLOOR_INSERT,
       bare: BARE_INSERT,
@@ -618,6 +625,7 @@ const webhooks = async (context: Context, connections: number): Promise<Readonly
         cpuMs: live.cpuMs / latency.length,
         dbCpuMs: live.dbCpuMs / latency.length,
         gcShare: live.gcShare,
+        mainBusy: live.mainBusy,
         peakMiB: live.peakMiB,
         note: "while intents flow; CPU per event incl. the intents'"
       },
@@ -630,6 +638,7 @@ const webhooks = async (context: Context, connections: number): Promise<Readonly
         cpuMs: drain.cpuMs / backlog,
         dbCpuMs: drain.dbCpuMs / backlog,
         gcShare: drain.gcShare,
+        mainBusy: drain.mainBusy,
         peakMiB: drain.peakMiB,
         note: "latency = time from the drain's start"
       }
@@ -687,7 +696,7 @@ const eventScenarios = async (context: Context): Promise<ReadonlyArray<Line>> =>
   await repeatFor(context.settings.warmUpSeconds, () => streamLatency(context.service, streaming))
   await quiesce(context.databaseUrl)
   console.log("event stream latency, 100 streams")
-  const { cpuMs: cpu, dbCpuMs, gcShare, peakMiB, result } = await measured(
+  const { cpuMs: cpu, dbCpuMs, gcShare, mainBusy, peakMiB, result } = await measured(
     serviceProcess(context),
     () => streamLatency(context.service, streaming)
   )
@@ -709,6 +718,7 @@ const eventScenarios = async (context: Context): Promise<ReadonlyArray<Line>> =>
     cpuMs: cpu / result.events,
     dbCpuMs: dbCpuMs / result.events,
     gcShare,
+    mainBusy,
     peakMiB,
     note: `${result.events} events from 10 clients creating; the commit as a LISTEN of the bench's hears it`
   }, {
@@ -730,6 +740,7 @@ const eventScenarios = async (context: Context): Promise<ReadonlyArray<Line>> =>
     cpuMs: paced.cpuMs / paced.result.events,
     dbCpuMs: paced.dbCpuMs / paced.result.events,
     gcShare: paced.gcShare,
+    mainBusy: paced.mainBusy,
     peakMiB: paced.peakMiB,
     note: `${paced.result.events} events, created at a steady rate below the service's capacity; no target`
   })
@@ -805,7 +816,7 @@ const figure = (value: number, digits: number) => Number.isNaN(value) ? "-" : va
 const percent = (ratio: number | undefined) => ratio === undefined || Number.isNaN(ratio) ? "" : `${(ratio * 100).toFixed(0)}%`
 
 const printTable = (lines: ReadonlyArray<Line>) => {
-  const header = ["scenario", "conns", "req/s", "p50 ms", "p99 ms", "CPU ms/req", "DB CPU ms/req", "GC %", "peak MiB", "vs floor", "vs bare", "note"]
+  const header = ["scenario", "conns", "req/s", "p50 ms", "p99 ms", "CPU ms/req", "DB CPU ms/req", "GC %", "main %", "peak MiB", "vs floor", "vs bare", "note"]
   const rows = lines.map((line) => {
     const relative = ratioTo(line, line.relative, lines)
     const note = relative === undefined ? line.note : `${percent(relative)} of ${line.relative}; ${line.note ?? ""}`
@@ -818,6 +829,7 @@ const printTable = (lines: ReadonlyArray<Line>) => {
       figure(line.cpuMs, 2),
       figure(line.dbCpuMs ?? Number.NaN, 2),
       figure(line.gcShare * 100, 1),
+      figure((line.mainBusy ?? Number.NaN) * 100, 0),
       figure(line.peakMiB, 0),
       percent(ratioTo(line, line.floor, lines)),
       percent(ratioTo(line, line.bare, lines)),
@@ -1035,6 +1047,7 @@ const main = async () => {
             p99Ms: live.p99Ms,
             cpuMs: live.cpuMs,
             gcShare,
+            mainBusy: live.mainBusy,
             peakMiB: live.peakMiB,
             note: `${live.intents} intents, one Alpaca account per client; GC % over the setup too`
           },
@@ -1074,6 +1087,7 @@ const main = async () => {
         p99Ms: burst.p99Ms,
         cpuMs: burst.cpuMs,
         gcShare,
+        mainBusy: burst.mainBusy,
         peakMiB: burst.peakMiB,
         note: `${burst.bursts} bursts, one after another, each on an account of its own; no target`
       })

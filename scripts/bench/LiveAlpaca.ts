@@ -40,6 +40,8 @@ export interface LiveFigures {
   readonly p99Ms: number
   readonly cpuMs: number
   readonly peakMiB: number
+  /** The share of the clients' run the service's main thread was on a core. */
+  readonly mainBusy: number
   /** The 201 to the fake receiving the order's POST. */
   readonly submit: { readonly p50: number; readonly p99: number }
   /** The fake's fill event to the intent's `filled` commit. */
@@ -140,7 +142,7 @@ export const liveEndToEnd = async (
     }
   }
   const run = async () => {
-    const { cpuMs, peakMiB } = await measure(pid, () => Promise.all(clients.map(client)))
+    const { cpuMs, mainBusy, peakMiB } = await measure(pid, () => Promise.all(clients.map(client)))
     const wallMs = performance.now() - started
     // The last fills' notifications may still be on their way.
     await waitUntil(
@@ -148,9 +150,9 @@ export const liveEndToEnd = async (
       "every commit heard",
       10_000
     )
-    return { cpuMs, peakMiB, wallMs }
+    return { cpuMs, mainBusy, peakMiB, wallMs }
   }
-  const { cpuMs, peakMiB, wallMs } = await run().finally(listener.end)
+  const { cpuMs, mainBusy, peakMiB, wallMs } = await run().finally(listener.end)
 
   // The router's share: the fake's clock and the 201's are this process's; the commit's is the database's.
   const posted = new Map(
@@ -199,6 +201,7 @@ export const liveEndToEnd = async (
     p99Ms: e2e.p99,
     cpuMs: cpuMs / samples.length,
     peakMiB,
+    mainBusy,
     submit: spread(submit),
     fill: spread(fill)
   }
@@ -226,6 +229,8 @@ export interface BurstFigures {
   readonly p99Ms: number
   readonly cpuMs: number
   readonly peakMiB: number
+  /** The share of the bursts' run the service's main thread was on a core. */
+  readonly mainBusy: number
 }
 
 /**
@@ -279,9 +284,9 @@ export const liveBursts = async (
     drains.push(lastCommit - lastFill)
   }
   const pid = service.child.pid ?? 0
-  const { cpuMs, peakMiB } = await measure(pid, async () => {
+  const { cpuMs, mainBusy, peakMiB } = await measure(pid, async () => {
     for (const [n, account] of accountsOf.entries()) await burst(account, n)
   }).finally(() => Promise.all([listener.end(), db.end()]))
   const { p50, p99 } = spread(drains)
-  return { bursts, size, p50Ms: p50, p99Ms: p99, cpuMs: cpuMs / (bursts * size), peakMiB }
+  return { bursts, size, p50Ms: p50, p99Ms: p99, cpuMs: cpuMs / (bursts * size), peakMiB, mainBusy }
 }

@@ -77,7 +77,9 @@ export const postgresCpuMs = (): number => {
 }
 
 /**
- * Samples `pid`'s CPU and memory while `work` runs: CPU ms spent and the highest RSS seen, and the
+ * Samples `pid`'s CPU and memory while `work` runs: CPU ms spent and the highest RSS seen, the
+ * share of the time `work` took that the process's main (JavaScript) thread spent on a core
+ * (`mainBusy`: near 1, requests wait for the thread, whatever else the machine has free), and the
  * CPU the machine's PostgreSQL processes spent meanwhile when `countDatabase` (the database is on
  * this machine; `NaN` otherwise).
  */
@@ -85,8 +87,16 @@ export const measure = async <A>(
   pid: number,
   work: () => Promise<A>,
   countDatabase = false
-): Promise<{ readonly result: A; readonly cpuMs: number; readonly dbCpuMs: number; readonly peakMiB: number }> => {
+): Promise<{
+  readonly result: A
+  readonly cpuMs: number
+  readonly dbCpuMs: number
+  readonly peakMiB: number
+  readonly mainBusy: number
+}> => {
   const cpuBefore = cpuMs(pid)
+  const mainBefore = threadTimes(pid).main.cpuMs
+  const started = performance.now()
   const dbBefore = countDatabase ? postgresCpuMs() : Number.NaN
   let peakMiB = rssMiB(pid)
   const sampler = setInterval(() => {
@@ -94,9 +104,10 @@ export const measure = async <A>(
   }, 50)
   try {
     const result = await work()
+    const mainBusy = (threadTimes(pid).main.cpuMs - mainBefore) / (performance.now() - started)
     peakMiB = Math.max(peakMiB, rssMiB(pid))
     const dbCpuMs = countDatabase ? postgresCpuMs() - dbBefore : Number.NaN
-    return { result, cpuMs: cpuMs(pid) - cpuBefore, dbCpuMs, peakMiB }
+    return { result, cpuMs: cpuMs(pid) - cpuBefore, dbCpuMs, peakMiB, mainBusy }
   } finally {
     clearInterval(sampler)
   }
