@@ -113,7 +113,7 @@ const urlOf = (server: WebSocketServer) => {
   return `ws://127.0.0.1:${address !== null && typeof address === "object" ? address.port : 1}`
 }
 
-/** Answers the stream's sign-in and `listen` as Alpaca does, then calls `listening` with the socket. */
+/** Answers the stream's sign-in and `listen` as Alpaca does, then calls `listening`. */
 const signIn = (socket: WebSocket, listening: () => void) =>
   socket.on("message", (data: RawData) => {
     const message: unknown = JSON.parse(String(data))
