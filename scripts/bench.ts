@@ -138,8 +138,9 @@ interface Line {
   /** The fraction of that CPU spent in garbage collection. */
   readonly gcShare: number
   /**
-   * The share of the run's time the server's main (JavaScript) thread was on a core: near 1, its
-   * requests queue for the thread. Absent on lines without a run of their own.
+   * The share of the run's time the server's main (JavaScript) thread was busy, on a core or
+   * waiting for one: near 1, its requests queue for the thread. Absent on lines without a run of
+   * their own.
    */
   readonly mainBusy?: number
   readonly peakMiB: number
@@ -816,7 +817,7 @@ const figure = (value: number, digits: number) => Number.isNaN(value) ? "-" : va
 const percent = (ratio: number | undefined) => ratio === undefined || Number.isNaN(ratio) ? "" : `${(ratio * 100).toFixed(0)}%`
 
 const printTable = (lines: ReadonlyArray<Line>) => {
-  const header = ["scenario", "conns", "req/s", "p50 ms", "p99 ms", "CPU ms/req", "DB CPU ms/req", "GC %", "main %", "peak MiB", "vs floor", "vs bare", "note"]
+  const header = ["scenario", "conns", "req/s", "p50 ms", "p99 ms", "CPU ms/req", "DB CPU ms/req", "GC %", "main busy %", "peak MiB", "vs floor", "vs bare", "note"]
   const rows = lines.map((line) => {
     const relative = ratioTo(line, line.relative, lines)
     const note = relative === undefined ? line.note : `${percent(relative)} of ${line.relative}; ${line.note ?? ""}`

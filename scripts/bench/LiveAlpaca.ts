@@ -40,7 +40,7 @@ export interface LiveFigures {
   readonly p99Ms: number
   readonly cpuMs: number
   readonly peakMiB: number
-  /** The share of the clients' run the service's main thread was on a core. */
+  /** The share of the clients' run the service's main thread was busy (on a core or waiting for one). */
   readonly mainBusy: number
   /** The 201 to the fake receiving the order's POST. */
   readonly submit: { readonly p50: number; readonly p99: number }
@@ -229,7 +229,7 @@ export interface BurstFigures {
   readonly p99Ms: number
   readonly cpuMs: number
   readonly peakMiB: number
-  /** The share of the bursts' run the service's main thread was on a core. */
+  /** The share of the bursts' run the service's main thread was busy (on a core or waiting for one). */
   readonly mainBusy: number
 }
 

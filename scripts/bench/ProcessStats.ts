@@ -78,10 +78,10 @@ export const postgresCpuMs = (): number => {
 
 /**
  * Samples `pid`'s CPU and memory while `work` runs: CPU ms spent and the highest RSS seen, the
- * share of the time `work` took that the process's main (JavaScript) thread spent on a core
- * (`mainBusy`: near 1, requests wait for the thread, whatever else the machine has free), and the
- * CPU the machine's PostgreSQL processes spent meanwhile when `countDatabase` (the database is on
- * this machine; `NaN` otherwise).
+ * share of the time `work` took that the process's main (JavaScript) thread was busy, on a core or
+ * waiting in the run queue for one, rather than waiting for I/O (`mainBusy`: near 1, requests
+ * queue for the thread), and the CPU the machine's PostgreSQL processes spent meanwhile when
+ * `countDatabase` (the database is on this machine; `NaN` otherwise).
  */
 export const measure = async <A>(
   pid: number,
@@ -95,7 +95,11 @@ export const measure = async <A>(
   readonly mainBusy: number
 }> => {
   const cpuBefore = cpuMs(pid)
-  const mainBefore = threadTimes(pid).main.cpuMs
+  const busy = () => {
+    const { main } = threadTimes(pid)
+    return main.cpuMs + main.waitMs
+  }
+  const mainBefore = busy()
   const started = performance.now()
   const dbBefore = countDatabase ? postgresCpuMs() : Number.NaN
   let peakMiB = rssMiB(pid)
@@ -104,7 +108,7 @@ export const measure = async <A>(
   }, 50)
   try {
     const result = await work()
-    const mainBusy = (threadTimes(pid).main.cpuMs - mainBefore) / (performance.now() - started)
+    const mainBusy = (busy() - mainBefore) / (performance.now() - started)
     peakMiB = Math.max(peakMiB, rssMiB(pid))
     const dbCpuMs = countDatabase ? postgresCpuMs() - dbBefore : Number.NaN
     return { result, cpuMs: cpuMs(pid) - cpuBefore, dbCpuMs, peakMiB, mainBusy }
