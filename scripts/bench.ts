@@ -1,8 +1,9 @@
 /**
  * `npm run bench`: starts the service on a fresh PostgreSQL database, drives it over loopback with
  * autocannon, and prints one table: scenario, requests per second, p50, p99, server CPU per request,
- * the share of that CPU spent in garbage collection, peak memory, and each scenario's ratio to two
- * references measured in the same run on the same machine: the stack's floor (the smallest
+ * the share of that CPU spent in garbage collection, how busy the server's main thread was, peak
+ * memory, and each scenario's ratio to two references measured in the same run on the same
+ * machine: the stack's floor (the smallest
  * HttpApi + @effect/sql-pg server doing the same queries, scripts/bench/StackFloor.ts) and a bare
  * `node:http` + `pg` server (scripts/bench/Reference.ts). It ends with the targets, MET or MISS.
  *
