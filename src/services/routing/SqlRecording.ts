@@ -556,18 +556,10 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
   })
 
   /**
-   * Recordings inside a caller's transaction, in it: one alone, or many together under locks, a
-   * few statements whatever their number (should those fail, each recorded alone).
+   * Recordings batched with those arriving meanwhile; inside a caller's transaction, in it (they
+   * cannot wait for a batch), together under locks: a few statements whatever their number.
    */
-  const recordInTransaction = (recordings: ReadonlyArray<Heard>) => {
-    const [only, ...others] = recordings
-    return only !== undefined && others.length === 0
-      ? Effect.map(Effect.exit(recordOne(only)), (exit) => [exit])
-      : recordLocked(recordings)
-  }
-
-  /** Recordings batched with those arriving meanwhile; inside a caller's transaction, in it (they cannot wait for a batch). */
-  const recordHeardMany = Batched.unlessInTransaction(recordInTransaction, recordBatched)
+  const recordHeardMany = Batched.unlessInTransaction(recordLocked, recordBatched)
 
   /** A word recorded whatever the intent's state (only a word heard on a stream is ever left out). */
   const certain = (exit: Exit.Exit<Option.Option<Transition>>): Exit.Exit<Transition> =>
