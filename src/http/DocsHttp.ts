@@ -37,6 +37,9 @@ const init = (specPath: string) =>
 }
 `
 
+/** The page and its start-up script, asked for again each time: they name the document's path. */
+const FRESH = { "cache-control": "no-cache", "x-content-type-options": "nosniff" }
+
 /** The Swagger UI's files change only with its package: a browser may keep them for an hour. */
 const CACHED = { "cache-control": "public, max-age=3600", "x-content-type-options": "nosniff" }
 
@@ -58,13 +61,8 @@ export const layer = (specPath: string) =>
     Effect.gen(function*() {
       const { api } = yield* HttpApi.Api
       const title = Option.getOrElse(Context.getOption(api.annotations, OpenApi.Title), () => "API")
-      const html = HttpServerResponse.html(page(title)).pipe(
-        HttpServerResponse.setHeaders({ "cache-control": "no-cache", "x-content-type-options": "nosniff" })
-      )
-      const script = HttpServerResponse.text(init(specPath), {
-        contentType: "text/javascript; charset=utf-8",
-        headers: { "cache-control": "no-cache", "x-content-type-options": "nosniff" }
-      })
+      const html = HttpServerResponse.html(page(title)).pipe(HttpServerResponse.setHeaders(FRESH))
+      const script = HttpServerResponse.text(init(specPath), { contentType: "text/javascript; charset=utf-8", headers: FRESH })
       yield* router.get("/docs", Effect.succeed(html))
       yield* router.get("/docs/init.js", Effect.succeed(script))
       yield* router.get("/docs/swagger-ui-bundle.js", file("swagger-ui-bundle.js", "text/javascript; charset=utf-8"))
