@@ -27,6 +27,23 @@ const apiFields = <F extends Schema.Struct.Fields>(table: Tables.Table<F>, view:
 /** `'id', i.id, …` for a `json_build_object`: an intent's own fields (of the row `alias`) in the API's format. */
 const intentFields = (alias: string) => apiFields(Tables.Intents, TradeIntent.fields, alias)
 
+/** A fill (of the row `alias`) as the API shows it in its order. */
+export const fillObject = (alias: string) => `json_build_object(${apiFields(Tables.Fills, Fill.fields, alias)})`
+
+/** An order (of the row `alias`) as the API shows it, with `fills`, an expression of its fills' JSON array. */
+export const orderObject = (alias: string, fills: string) =>
+  `json_build_object(${apiFields(Tables.Orders, Order.fields, alias)}, 'fills', ${fills})`
+
+/** The order of an intent's orders in its document, and of an order's fills (`alias`: the row). */
+export const orderSequence = (alias: string) => `${alias}.created_at, ${alias}.id`
+export const fillSequence = (alias: string) => `${alias}.filled_at, ${alias}.id`
+
+/**
+ * An intent's document (of the row `alias`) around `orders`, an expression of its orders' JSON
+ * array as {@link intentObject} builds it.
+ */
+export const intentAround = (alias: string, orders: string) => `json_build_object(${intentFields(alias)}, 'orders', ${orders})`
+
 /**
  * An intent with its orders and their fills, built as one JSON document by the database so that a
  * lookup is one round trip, in exactly the API's format (ISO 8601 UTC with `Z`, JSON numbers): it
@@ -34,24 +51,21 @@ const intentFields = (alias: string) => apiFields(Tables.Intents, TradeIntent.fi
  * function `intent_document(intents)` that a migration defines, through which triggers keep each
  * intent's document in `intents.document` for lookups, pages and events to read: a change here
  * needs a migration that replaces the function and the row trigger's function (which builds a new
- * intent's document with {@link orderlessIntentObject}) and rewrites the stored documents
- * (`UPDATE intents SET document = NULL`, which the trigger fills in).
+ * intent's document with {@link orderlessIntentObject}, and one whose orders a statement wrote with
+ * {@link intentAround}) and rewrites the stored documents (`UPDATE intents SET document = NULL`,
+ * which the trigger fills in).
  */
-export const intentObject = `json_build_object(
-  ${intentFields("i")},
-  'orders', COALESCE((
-    SELECT json_agg(json_build_object(
-      ${apiFields(Tables.Orders, Order.fields, "o")},
-      'fills', COALESCE((
-        SELECT json_agg(json_build_object(${apiFields(Tables.Fills, Fill.fields, "f")}) ORDER BY f.filled_at, f.id)
-        FROM fills f WHERE f.order_id = o.id), '[]'::json)) ORDER BY o.created_at, o.id)
-    FROM orders o WHERE o.intent_id = i.id), '[]'::json))`
+export const intentObject = intentAround("i", `COALESCE((
+    SELECT json_agg(${orderObject("o", `COALESCE((
+        SELECT json_agg(${fillObject("f")} ORDER BY ${fillSequence("f")})
+        FROM fills f WHERE f.order_id = o.id), '[]'::json)`)} ORDER BY ${orderSequence("o")})
+    FROM orders o WHERE o.intent_id = i.id), '[]'::json)`)
 
 /**
  * {@link intentObject} for an intent that has no order yet (of the row `alias`): the same document,
  * built without asking for its orders. A change to the document's format changes both.
  */
-export const orderlessIntentObject = (alias: string) => `json_build_object(${intentFields(alias)}, 'orders', '[]'::json)`
+export const orderlessIntentObject = (alias: string) => intentAround(alias, "'[]'::json")
 
 /**
  * The common table expressions `event` and `deliveries`: for each row of `source` (a FROM clause in
