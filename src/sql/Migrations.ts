@@ -25,6 +25,7 @@ import WebhookClaimOrder from "./migrations/0020_webhook_claim_order.js"
 import EventsWithoutOwnerIndex from "./migrations/0021_events_without_owner_index.js"
 import WebhookDeliveriesWithoutDueIndex from "./migrations/0022_webhook_deliveries_without_due_index.js"
 import IntentCountsPerStatement from "./migrations/0023_intent_counts_per_statement.js"
+import DocumentsAroundWrittenOrders from "./migrations/0024_documents_around_written_orders.js"
 import * as Tracing from "../Tracing.js"
 
 /** Every migration by name, statically imported so that a bundled build finds them. */
@@ -51,7 +52,8 @@ export const records = {
   "0020_webhook_claim_order": WebhookClaimOrder,
   "0021_events_without_owner_index": EventsWithoutOwnerIndex,
   "0022_webhook_deliveries_without_due_index": WebhookDeliveriesWithoutDueIndex,
-  "0023_intent_counts_per_statement": IntentCountsPerStatement
+  "0023_intent_counts_per_statement": IntentCountsPerStatement,
+  "0024_documents_around_written_orders": DocumentsAroundWrittenOrders
 }
 
 export const loader = Migrator.fromRecord(records)

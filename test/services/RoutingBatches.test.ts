@@ -129,6 +129,26 @@ const filledOnce = (owner: Owner, id: IntentId) =>
     expect(yield* sql`SELECT 1 FROM routing_jobs WHERE intent_id = ${id}`).toEqual([])
   })
 
+/**
+ * Runs `effect` while building an intent's document whole (`intent_document`, its orders and fills
+ * looked up) fails, then puts the function back as it was.
+ */
+const refusingWholeDocuments = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.acquireUseRelease(
+      Effect.gen(function*() {
+        const [saved] = yield* sql<{ readonly definition: string }>`
+          SELECT pg_get_functiondef('intent_document(intents)'::regprocedure) AS definition`
+        if (saved === undefined) return yield* Effect.dieMessage("no intent_document")
+        yield* sql.unsafe(`
+          CREATE OR REPLACE FUNCTION intent_document(i intents) RETURNS json
+          LANGUAGE plpgsql STABLE AS $$ BEGIN RAISE EXCEPTION 'a document built whole'; END $$`)
+        return saved.definition
+      }),
+      () => effect,
+      (definition) => Effect.orDie(sql.unsafe(definition))
+    ))
+
 /** The types of an intent's events, in order. */
 const eventTypes = (id: IntentId) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ type: string }>`SELECT type FROM events WHERE intent_id = ${id} ORDER BY seq`)
@@ -223,6 +243,33 @@ for (const [name, database] of databases) {
           expect(yield* sql<{ status: string; n: number }>`
             SELECT status, sum(n)::int AS n FROM intent_counts WHERE user_id = ${owner.userId} GROUP BY status HAVING sum(n) <> 0`)
             .toEqual([{ status: "filled", n: 5 }])
+        }))
+
+      it.effect("writes each document around the order and fills it wrote, looking none up: the document built whole", () =>
+        Effect.gen(function*() {
+          const routing = yield* RoutingRepository
+          const sql = yield* SqlClient.SqlClient
+          const { inputs } = yield* liveIntents(3)
+          const jobs = yield* claimed(inputs)
+          const [resting, ...filled] = jobs
+          if (resting === undefined) return yield* Effect.dieMessage("no job")
+          const exits = yield* refusingWholeDocuments(routing.recordMany([
+            { intentId: resting.intentId, order: restingOrder(resting.intentId), done: resting, followUp: { syncAt: undefined } },
+            ...filled.map((job) => ({ intentId: job.intentId, order: filledOrder(job.intentId, [["b", 6], ["a", 4]]), done: job }))
+          ]))
+          expect(exits.map((exit) => Exit.map(exit, (t) => t.status))).toEqual([
+            Exit.succeed("pending"),
+            ...filled.map(() => Exit.succeed("filled"))
+          ])
+          const ids = inputs.map(({ id }) => id)
+          expect(yield* sql`
+            SELECT id FROM intents
+            WHERE id IN ${sql.in(ids)} AND document::text IS DISTINCT FROM intent_document(intents)::text`).toEqual([])
+          const events = yield* sql<{ data: unknown; document: unknown }>`
+            SELECT e.data, i.document FROM events e JOIN intents i ON i.id = e.intent_id
+            WHERE e.intent_id IN ${sql.in(ids)} AND e.type = 'intent.filled'`
+          expect(events).toHaveLength(2)
+          for (const { data, document } of events) expect(data).toEqual(document)
         }))
 
       it.effect("an order left open changes no status and sends no event; the work that follows it is queued", () =>

@@ -90,6 +90,9 @@ const heardOnStream = (recordings: ReadonlyArray<Heard>, words: ReadonlyArray<re
   return false
 }
 
+/** An order `s` of `saved` as its intent's document shows it, with its fills' array from `first_fills`. */
+const firstOrder = Outbox.orderObject("s", "COALESCE(first_fills.fills, '[]'::json)")
+
 /** {@link nextOrderStatus} in SQL, for an order row written again: its status never goes back. */
 const NEXT_STATUS = `CASE
   WHEN orders.status IN (${[...finalOrderStatuses].map((status) => `'${status}'`).join(", ")}) THEN orders.status
@@ -113,8 +116,8 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
 
   /**
    * Orders and their new fills, whatever their number, as the common table expressions `saved`
-   * (each order's id and client order id) and `fills_saved`; with `among` (a query of intent ids),
-   * only those intents' orders and fills.
+   * (each order's row as written) and `fills_saved` (each new fill's row); with `among` (a query of
+   * intent ids), only those intents' orders and fills.
    */
   const ordersSaved = (
     orders: ReadonlyArray<typeof Tables.Orders.row.Encoded>,
@@ -130,15 +133,38 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
           status = ${sql.literal(NEXT_STATUS)},
           updated_at = CASE WHEN orders.status = ${sql.literal(NEXT_STATUS)} THEN orders.updated_at
             ELSE EXCLUDED.updated_at END
-        RETURNING id, client_order_id
+        RETURNING *
       ), fills_saved AS (
         INSERT INTO fills (${sql.literal(Tables.columnList(Tables.Fills.row))})
         SELECT ${sql.literal(fillColumns.map((column) => column === "order_id" ? "saved.id" : `f.${column}`).join(", "))}
         FROM saved JOIN json_to_recordset(${JSON.stringify(fills)}::json) AS f(${sql.literal(fillRecordset)})
           ON f.client_order_id = saved.client_order_id
         ON CONFLICT (order_id, broker_fill_id) DO NOTHING
-        RETURNING 1
+        RETURNING *
       )`
+
+  /**
+   * The common table expression `first_orders`: for each intent whose orders `saved` inserted
+   * (`rows`, the orders given to it; none updated), its orders and their fills as its document's
+   * JSON array, built from what the statement wrote, once (materialized: the planner, which takes
+   * a common table expression for one row, would otherwise build every array again for each
+   * intent it joins). An intent that had no order before has no
+   * others: its row trigger builds its document around that array (see the migration
+   * `0024_documents_around_written_orders`) instead of looking its orders and fills up, which the
+   * statement's own writes would otherwise have to be visible for.
+   */
+  const firstOrders = (rows: ReadonlyArray<Plan["row"]>) => {
+    const ids: Array<string> = []
+    for (const row of rows) ids.push(row.id)
+    return sql`first_fills AS MATERIALIZED (
+        SELECT f.order_id, json_agg(${sql.literal(Outbox.fillObject("f"))} ORDER BY ${sql.literal(Outbox.fillSequence("f"))}) AS fills
+        FROM fills_saved f GROUP BY f.order_id
+      ), first_orders AS MATERIALIZED (
+        SELECT s.intent_id, json_agg(${sql.literal(firstOrder)} ORDER BY ${sql.literal(Outbox.orderSequence("s"))}) AS orders
+        FROM saved s LEFT JOIN first_fills ON first_fills.order_id = s.id
+        GROUP BY s.intent_id HAVING bool_and(s.id = ANY((SELECT ${uuidArray(sql, ids)})::uuid[]))
+      )`
+  }
 
   /**
    * Orders and their new fills, whatever their number: one statement. It leaves their intents'
@@ -387,11 +413,13 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
           ELSE i.xmin = c.version::xid END
         ORDER BY i.id FOR UPDATE OF i SKIP LOCKED
       ), ${ordersSaved(encodeOrders(rows), encodeFills(fills), among)},
+      ${firstOrders(rows)},
       written AS (
         UPDATE intents SET status = c.status,
           status_reason = CASE WHEN c.changed THEN c.status_reason ELSE intents.status_reason END,
-          updated_at = CASE WHEN c.changed THEN ${at} ELSE intents.updated_at END
-        FROM claimed c JOIN locked l ON l.id = c.intent_id
+          updated_at = CASE WHEN c.changed THEN ${at} ELSE intents.updated_at END,
+          document = CASE WHEN c.version IS NULL THEN first_orders.orders END
+        FROM claimed c JOIN locked l ON l.id = c.intent_id LEFT JOIN first_orders ON first_orders.intent_id = c.intent_id
         WHERE intents.id = c.intent_id AND intents.id = ANY(${intentIds})
           AND (SELECT count(*) FROM saved) + (SELECT count(*) FROM fills_saved) >= 0
         RETURNING intents.*, intents.xmin::text AS version, c.changed, c.event_id, c.type
