@@ -45,9 +45,12 @@ export interface JsonResponse {
 /**
  * The connections of the bench's JSON calls, kept open between calls. Node's own client costs the
  * bench about a third of `fetch`'s CPU per call, which leaves more of the cores the bench shares
- * with the service and the database to them.
+ * with the service and the database to them. A connection idle for 4 s is closed by the bench
+ * before the server closes it (after 5 s): without a timeout of its own the agent kept idle
+ * connections for ever, and a call that took one at the moment the server closed it failed with
+ * `ECONNRESET` or `socket hang up` (a part's first calls after a pause between parts).
  */
-const agent = new Http.Agent({ keepAlive: true })
+const agent = new Http.Agent({ keepAlive: true, timeout: 4_000 })
 
 /** One JSON call with a bearer token: its status and parsed body. Fails after `REQUEST_TIMEOUT_MS` without a word. */
 export const request = (
