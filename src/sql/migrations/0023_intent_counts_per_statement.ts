@@ -6,9 +6,8 @@ import * as Effect from "effect/Effect"
  * once per statement, as they follow inserts and deletes: the statement's rows before and after
  * (its transition tables) are added up, -1 for each row as it was and +1 for each as it is, and
  * only the sums that are not zero are written. A row trigger added two rows to the counts for each
- * intent whose status moved, each its own statement inside the trigger: about a fifth of what
- * recording a batch of fills cost the database (45–50 µs an intent, against one statement of the
- * batch). The counts stay exact whoever writes, in the transaction that changes them, on the
+ * intent whose status moved, each its own statement inside the trigger: 30–55 µs an intent in
+ * updates of 100 intents, against one statement of 13–18 µs an intent for the whole update. The counts stay exact whoever writes, in the transaction that changes them, on the
  * connection's own rows (see the migration that created them).
  */
 export default Effect.gen(function*() {
