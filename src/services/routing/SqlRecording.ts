@@ -148,10 +148,12 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
    * (`rows`, the orders given to it; none updated), its orders and their fills as its document's
    * JSON array, built from what the statement wrote, once (materialized: the planner, which takes
    * a common table expression for one row, would otherwise build every array again for each
-   * intent it joins). An intent that had no order before has no
-   * others: its row trigger builds its document around that array (see the migration
-   * `0024_documents_around_written_orders`) instead of looking its orders and fills up, which the
-   * statement's own writes would otherwise have to be visible for.
+   * intent it joins). An intent that had no order before has no others: its row trigger builds its
+   * document around that array (see the migration `0024_documents_around_written_orders`) instead
+   * of looking its orders and fills up, which the statement's own writes would otherwise have to
+   * be visible for. An intent whose order was updated instead (the claim's reading and the
+   * statement's lock say it had none: only should they be wrong) gets no array, and its document
+   * is built whole.
    */
   const firstOrders = (rows: ReadonlyArray<Plan["row"]>) => {
     const ids: Array<string> = []

@@ -7,8 +7,9 @@ import * as Effect from "effect/Effect"
  * (its transition tables) are added up, -1 for each row as it was and +1 for each as it is, and
  * only the sums that are not zero are written. A row trigger added two rows to the counts for each
  * intent whose status moved, each its own statement inside the trigger: 30–55 µs an intent in
- * updates of 100 intents, against one statement of 13–18 µs an intent for the whole update. The counts stay exact whoever writes, in the transaction that changes them, on the
- * connection's own rows (see the migration that created them).
+ * updates of 100 intents, against one statement of 13–18 µs an intent for the whole update. The
+ * counts stay exact whoever writes, in the transaction that changes them, on the connection's own
+ * rows (see the migration that created them).
  */
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
