@@ -34,8 +34,10 @@ export const fillObject = (alias: string) => `json_build_object(${apiFields(Tabl
 export const orderObject = (alias: string, fills: string) =>
   `json_build_object(${apiFields(Tables.Orders, Order.fields, alias)}, 'fills', ${fills})`
 
-/** The order of an intent's orders in its document, and of an order's fills (`alias`: the row). */
+/** The order of an intent's orders in its document (`alias`: an order's row). */
 export const orderSequence = (alias: string) => `${alias}.created_at, ${alias}.id`
+
+/** The order of an order's fills in its intent's document (`alias`: a fill's row). */
 export const fillSequence = (alias: string) => `${alias}.filled_at, ${alias}.id`
 
 /**

@@ -144,29 +144,23 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
       )`
 
   /**
-   * The common table expression `first_orders`: for each intent whose orders `saved` inserted
-   * (`rows`, the orders given to it; none updated), its orders and their fills as its document's
-   * JSON array, built from what the statement wrote, once (materialized: the planner, which takes
-   * a common table expression for one row, would otherwise build every array again for each
-   * intent it joins). An intent that had no order before has no others: its row trigger builds its
-   * document around that array (see the migration `0024_documents_around_written_orders`) instead
-   * of looking its orders and fills up, which the statement's own writes would otherwise have to
-   * be visible for. An intent whose order was updated instead (the claim's reading and the
-   * statement's lock say it had none: only should they be wrong) gets no array, and its document
-   * is built whole.
+   * The common table expressions `first_fills` and `first_orders`: for each intent of `saved`, its
+   * orders written and their fills as its document's JSON array, built from what the statement
+   * wrote, once (materialized: the planner, which takes a common table expression for one row,
+   * would otherwise build every array again for each intent it joins). The recording gives it to
+   * the intents whose claim found no order, which the statement's lock checked on their
+   * documents: those have no other order, and their row trigger builds the document around that
+   * array (see the migration `0024_documents_around_written_orders`) instead of looking their
+   * orders and fills up, which the statement's own writes would otherwise have to be visible for.
    */
-  const firstOrders = (rows: ReadonlyArray<Plan["row"]>) => {
-    const ids: Array<string> = []
-    for (const row of rows) ids.push(row.id)
-    return sql`first_fills AS MATERIALIZED (
-        SELECT f.order_id, json_agg(${sql.literal(Outbox.fillObject("f"))} ORDER BY ${sql.literal(Outbox.fillSequence("f"))}) AS fills
+  const firstOrders = sql.literal(`first_fills AS MATERIALIZED (
+        SELECT f.order_id, json_agg(${Outbox.fillObject("f")} ORDER BY ${Outbox.fillSequence("f")}) AS fills
         FROM fills_saved f GROUP BY f.order_id
       ), first_orders AS MATERIALIZED (
-        SELECT s.intent_id, json_agg(${sql.literal(firstOrder)} ORDER BY ${sql.literal(Outbox.orderSequence("s"))}) AS orders
+        SELECT s.intent_id, json_agg(${firstOrder} ORDER BY ${Outbox.orderSequence("s")}) AS orders
         FROM saved s LEFT JOIN first_fills ON first_fills.order_id = s.id
-        GROUP BY s.intent_id HAVING bool_and(s.id = ANY((SELECT ${uuidArray(sql, ids)})::uuid[]))
-      )`
-  }
+        GROUP BY s.intent_id
+      )`)
 
   /**
    * Orders and their new fills, whatever their number: one statement. It leaves their intents'
@@ -415,7 +409,7 @@ export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.g
           ELSE i.xmin = c.version::xid END
         ORDER BY i.id FOR UPDATE OF i SKIP LOCKED
       ), ${ordersSaved(encodeOrders(rows), encodeFills(fills), among)},
-      ${firstOrders(rows)},
+      ${firstOrders},
       written AS (
         UPDATE intents SET status = c.status,
           status_reason = CASE WHEN c.changed THEN c.status_reason ELSE intents.status_reason END,
