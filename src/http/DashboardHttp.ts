@@ -23,7 +23,6 @@ import { Logins, type OpenedSession } from "../services/logins/Logins.js"
 import { Webhooks } from "../services/webhooks/Webhooks.js"
 import { cookies, PublicUrl, requireSameOrigin, SignupPolicy } from "./DashboardAuth.js"
 import { intentPage, jsonText } from "./IntentsHttp.js"
-import * as RequestScheduler from "./RequestScheduler.js"
 import * as ResponseHeaders from "./ResponseHeaders.js"
 
 const toSession = (opened: OpenedSession) =>
@@ -226,7 +225,7 @@ export const DashboardHttpLive = HttpApiBuilder.group(Api, "dashboard", (handler
               Stream.tapErrorCause((cause) => Effect.logWarning("a dashboard event stream failed", cause)),
               Stream.ensuring(streams.release(slot))
             )
-            return HttpServerResponse.stream(Stream.encodeText(RequestScheduler.promptly(frames)), {
+            return HttpServerResponse.stream(Stream.encodeText(frames), {
               contentType: "text/event-stream",
               headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
             })

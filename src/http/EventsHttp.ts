@@ -10,7 +10,6 @@ import { RateLimited } from "../domain/Auth.js"
 import { formatCursor } from "../domain/Event.js"
 import { Events } from "../services/events/Events.js"
 import { EventStreams, MAX_STREAMS_PER_KEY } from "../services/events/EventStreams.js"
-import * as RequestScheduler from "./RequestScheduler.js"
 
 export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
   Effect.gen(function*() {
@@ -51,7 +50,7 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
             Stream.tapErrorCause((cause) => Effect.logWarning("an event stream failed", cause)),
             Stream.ensuring(streams.release(principal.keyId))
           )
-          return HttpServerResponse.stream(Stream.encodeText(RequestScheduler.promptly(frames)), {
+          return HttpServerResponse.stream(Stream.encodeText(frames), {
             contentType: "text/event-stream",
             headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
           })

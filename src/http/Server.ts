@@ -36,7 +36,6 @@ import { EventsHttpLive } from "./EventsHttp.js"
 import { HealthHttpLive } from "./HealthHttp.js"
 import { IntentsHttpLive } from "./IntentsHttp.js"
 import * as MetricsHttp from "./MetricsHttp.js"
-import * as RequestScheduler from "./RequestScheduler.js"
 import * as ResponseHeaders from "./ResponseHeaders.js"
 import { TestHelpersHttpLive } from "./TestHelpersHttp.js"
 
@@ -88,9 +87,7 @@ type RequestServices = HttpServer.HttpServer | Scope.Scope | HttpRouter.HttpRout
  * context: with the whole application's services in it (about 50), those copies were a tenth of a
  * lookup's CPU. The handlers and the edge middleware keep what they took when they were built.
  * Every answer gets the request's id and the headers its handling added
- * (`ResponseHeaders.writtenOnEveryAnswer`). Requests run on their own scheduler
- * (`RequestScheduler.requests`): their steps wait for the router's, which run as soon as a broker,
- * a stream or the database answers.
+ * (`ResponseHeaders.writtenOnEveryAnswer`).
  */
 const serve = Layer.scopedDiscard(
   Effect.gen(function*() {
@@ -98,7 +95,6 @@ const serve = Layer.scopedDiscard(
     const edge = yield* Edge.make
     yield* HttpServer.serveEffect(app, edge).pipe(
       ResponseHeaders.writtenOnEveryAnswer,
-      RequestScheduler.forRequests,
       Effect.mapInputContext((context: Context.Context<RequestServices>) => Context.pick(
         HttpServer.HttpServer,
         Scope.Scope,
