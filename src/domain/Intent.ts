@@ -81,6 +81,11 @@ export class TradeIntent extends Schema.Class<TradeIntent>("TradeIntent")({
   updated_at: Schema.DateTimeUtc
 }) {}
 
+const encodeTradeIntent = Schema.encodeSync(TradeIntent)
+
+/** A Trade Intent's JSON, as every response that carries one writes it. */
+export const intentJson = (intent: TradeIntent): string => JSON.stringify(encodeTradeIntent(intent))
+
 /** The body of `POST /api/v1/intents`. Unknown fields are refused. */
 export const CreateIntentPayload = Schema.Struct({
   intent_id: ExternalIntentId,

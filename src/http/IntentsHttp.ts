@@ -18,7 +18,8 @@ const creationHeaders = (error: { readonly _tag: string } | DuplicateIntent) =>
     : Effect.void
 
 /** A JSON body the database already wrote in the API's format, sent as it is. */
-export const jsonText = (body: string) => HttpServerResponse.text(body, { contentType: "application/json" })
+export const jsonText = (body: string, status = 200) =>
+  HttpServerResponse.text(body, { status, contentType: "application/json" })
 
 /**
  * A page of the owner's intents, newest first, as `GET /intents` answers it (the v1 API's, the
@@ -50,11 +51,11 @@ export const IntentsHttpLive = HttpApiBuilder.group(Api, "intents", (handlers) =
     return handlers
       .handle("createIntent", ({ payload }) =>
         Effect.flatMap(CurrentPrincipal, (principal) =>
-          intents.create({
+          intents.createJson({
             userId: principal.user.id,
             mode: principal.mode,
             intentsPerMonth: principal.user.intents_per_month
-          }, payload)).pipe(Effect.tapError(creationHeaders)))
+          }, payload)).pipe(Effect.map((intent) => jsonText(intent, 201)), Effect.tapError(creationHeaders)))
       .handle("getIntent", ({ path }) =>
         Effect.flatMap(CurrentPrincipal, (principal) => Effect.map(intents.getJson(principal.owner, { id: path.id }), jsonText)))
       .handle("getIntentByExternalId", ({ path }) =>

@@ -51,6 +51,7 @@ for (const [name, server] of servers) {
             created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/),
             updated_at: expect.stringMatching(/Z$/)
           })
+          expect(reply.headers["content-type"]).toBe("application/json")
           expect(reply.headers["x-request-id"]).toMatch(/^req_/)
           expect(reply.headers["x-ratelimit-limit"]).toBe("60")
           expect(reply.headers["x-ratelimit-remaining"]).toBe("59")

@@ -199,6 +199,36 @@ for (const [name, backend] of backends) {
           expect(Option.getOrThrow(yield* intents.findByExternalId(owner, input.intent_id))).toEqual(created)
         }))
 
+      it.effect("answers a creation with its JSON as the API writes it: what create decodes, and the lookup's", () =>
+        Effect.gen(function*() {
+          const intents = yield* IntentRepository
+          const { testBroker, user } = yield* seedUser
+          const owner = { userId: user.id, mode: "test" as const }
+          const input = newIntent(owner, testBroker.id, {
+            quantity: 0.000000001,
+            order_type: "stop_limit",
+            limit_price: 123456.5,
+            stop_price: 99.123456789,
+            time_in_force: "gtc",
+            extended_hours: true
+          })
+          const options = { now: yield* DateTime.now, quota: undefined, eventId: eventId() }
+          const json = yield* intents.createJson(input, options)
+          const created = yield* Schema.decode(Schema.parseJson(TradeIntent))(json)
+          expect(created).toMatchObject({
+            id: input.id,
+            status: "pending",
+            orders: [],
+            quantity: 0.000000001,
+            limit_price: 123456.5,
+            stop_price: 99.123456789
+          })
+          expect(DateTime.toEpochMillis(created.created_at)).toBe(DateTime.toEpochMillis(options.now))
+          expect(JSON.parse(json)).toEqual(JSON.parse(Option.getOrThrow(yield* intents.findJson(owner, { id: input.id }))))
+          // The same creation again (its first answer lost): the intent as created, not a duplicate.
+          expect(JSON.parse(yield* intents.createJson(input, options))).toEqual(JSON.parse(json))
+        }))
+
       it.effect("never shows an intent to another user, to the other mode, or for a malformed id", () =>
         Effect.gen(function*() {
           const { bob, input, intents, owner } = yield* twoUsersOneIntent

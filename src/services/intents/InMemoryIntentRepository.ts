@@ -5,10 +5,9 @@ import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Order from "effect/Order"
 import * as Ref from "effect/Ref"
-import * as Schema from "effect/Schema"
 import { QuotaExceeded } from "../../domain/Auth.js"
 import type { Mode, Owner, UserId } from "../../domain/Ids.js"
-import { DuplicateIntent, IntentNotCancelable, IntentNotFound, TradeIntent } from "../../domain/Intent.js"
+import { DuplicateIntent, IntentNotCancelable, IntentNotFound, intentJson, TradeIntent } from "../../domain/Intent.js"
 import { isFinal } from "../../domain/Routing.js"
 import type { IntentQuery, IntentRepository } from "./IntentRepository.js"
 
@@ -28,8 +27,6 @@ const newestFirst = Order.combine(
   Order.reverse(Order.mapInput(DateTime.Order, (s: Stored) => s.intent.created_at)),
   Order.reverse(Order.mapInput(Order.string, (s: Stored) => s.intent.id))
 )
-
-const toJson = (intent: TradeIntent) => JSON.stringify(Schema.encodeSync(TradeIntent)(intent))
 
 const owns = (owner: Owner) => (s: Stored) => s.userId === owner.userId && s.mode === owner.mode
 
@@ -57,31 +54,34 @@ export const make = Effect.gen(function*() {
         Option.map((x) => x.intent)
       ))
 
+  const create: Context.Tag.Service<typeof IntentRepository>["create"] = (input, { now, quota }) =>
+    Ref.modify(state, (s): [Effect.Effect<TradeIntent, DuplicateIntent | QuotaExceeded>, State] => {
+      const owner = { userId: input.user_id, mode: input.mode }
+      const existing = s.intents.find((x) => owns(owner)(x) && x.intent.intent_id === input.intent_id)
+      if (existing?.intent.id === input.id) return [Effect.succeed(existing.intent), s]
+      if (existing) return [Effect.fail(new DuplicateIntent({ existing: existing.intent.id })), s]
+      const usageKey = `${input.user_id}/${quota?.period}`
+      const used = s.usage.get(usageKey) ?? 0
+      if (quota !== undefined && used >= quota.limit) {
+        return [Effect.fail(new QuotaExceeded({ retry_after: quota.retryAfter })), s]
+      }
+      const intent = new TradeIntent({
+        ...input,
+        status: "pending",
+        status_reason: null,
+        orders: [],
+        created_at: now,
+        updated_at: now
+      })
+      return [Effect.succeed(intent), {
+        intents: [...s.intents, { intent, userId: input.user_id, mode: input.mode }],
+        usage: quota === undefined ? s.usage : new Map(s.usage).set(usageKey, used + 1)
+      }]
+    }).pipe(Effect.flatten)
+
   return identity<Context.Tag.Service<typeof IntentRepository>>({
-    create: (input, { now, quota }) =>
-      Ref.modify(state, (s): [Effect.Effect<TradeIntent, DuplicateIntent | QuotaExceeded>, State] => {
-        const owner = { userId: input.user_id, mode: input.mode }
-        const existing = s.intents.find((x) => owns(owner)(x) && x.intent.intent_id === input.intent_id)
-        if (existing?.intent.id === input.id) return [Effect.succeed(existing.intent), s]
-        if (existing) return [Effect.fail(new DuplicateIntent({ existing: existing.intent.id })), s]
-        const usageKey = `${input.user_id}/${quota?.period}`
-        const used = s.usage.get(usageKey) ?? 0
-        if (quota !== undefined && used >= quota.limit) {
-          return [Effect.fail(new QuotaExceeded({ retry_after: quota.retryAfter })), s]
-        }
-        const intent = new TradeIntent({
-          ...input,
-          status: "pending",
-          status_reason: null,
-          orders: [],
-          created_at: now,
-          updated_at: now
-        })
-        return [Effect.succeed(intent), {
-          intents: [...s.intents, { intent, userId: input.user_id, mode: input.mode }],
-          usage: quota === undefined ? s.usage : new Map(s.usage).set(usageKey, used + 1)
-        }]
-      }).pipe(Effect.flatten),
+    create,
+    createJson: (input, options) => Effect.map(create(input, options), intentJson),
     monthlyUsage: (userId, period) => Effect.map(Ref.get(state), (s) => s.usage.get(`${userId}/${period}`) ?? 0),
     findById: (owner, id) => find(owner, (intent) => intent.id === id),
     findByExternalId: (owner, intentId) => find(owner, (intent) => intent.intent_id === intentId),
@@ -105,10 +105,10 @@ export const make = Effect.gen(function*() {
     findJson: (owner, ref) =>
       Effect.map(
         find(owner, (intent) => "id" in ref ? intent.id === ref.id : intent.intent_id === ref.intentId),
-        Option.map(toJson)
+        Option.map(intentJson)
       ),
     listJson: (owner, query) =>
-      Effect.map(page(owner, query), ({ items, total }) => ({ items: `[${items.map(toJson).join(",")}]`, total })),
+      Effect.map(page(owner, query), ({ items, total }) => ({ items: `[${items.map(intentJson).join(",")}]`, total })),
     list: (owner, query) => page(owner, query),
     // Totals are counted from the intents themselves: no count rows to merge.
     foldCounts: Effect.succeed(0)

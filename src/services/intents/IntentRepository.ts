@@ -27,6 +27,14 @@ export interface Quota {
   readonly retryAfter: number
 }
 
+/** What a creation is written with beside the intent. */
+export interface CreateOptions {
+  readonly now: DateTime.Utc
+  readonly quota: Quota | undefined
+  readonly eventId: string
+  readonly brokerKind?: BrokerKind | undefined
+}
+
 export interface IntentQuery {
   readonly page: number
   readonly pageSize: number
@@ -50,13 +58,16 @@ export class IntentRepository extends Context.Tag("IntentRepository")<IntentRepo
    */
   readonly create: (
     intent: NewIntent,
-    options: {
-      readonly now: DateTime.Utc
-      readonly quota: Quota | undefined
-      readonly eventId: string
-      readonly brokerKind?: BrokerKind | undefined
-    }
+    options: CreateOptions
   ) => Effect.Effect<TradeIntent, DuplicateIntent | QuotaExceeded | Unavailable>
+  /**
+   * `create`, answered with the new intent's JSON exactly as the API writes it (what `create`
+   * decodes): a creation's 201, served with no encoding in the service.
+   */
+  readonly createJson: (
+    intent: NewIntent,
+    options: CreateOptions
+  ) => Effect.Effect<string, DuplicateIntent | QuotaExceeded | Unavailable>
   /** Live intents the user created in the month starting `period` (`YYYY-MM-01`), as the quota counts them. */
   readonly monthlyUsage: (userId: UserId, period: string) => Effect.Effect<number>
   readonly findById: (owner: Owner, id: IntentId) => Effect.Effect<Option.Option<TradeIntent>>

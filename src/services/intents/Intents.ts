@@ -5,12 +5,18 @@ import * as Schedule from "effect/Schedule"
 import { BrokerNotFound } from "../../domain/Account.js"
 import { Forbidden } from "../../domain/Auth.js"
 import { IntentId, BrokerId, type Owner, type UserId, type Mode } from "../../domain/Ids.js"
-import { type CreateIntentPayload, IntentNotFound, type TradeIntent, validateOrder } from "../../domain/Intent.js"
+import {
+  type CreateIntentPayload,
+  IntentNotFound,
+  type NewIntent,
+  type TradeIntent,
+  validateOrder
+} from "../../domain/Intent.js"
 import { monthlyPeriod } from "../../domain/Limits.js"
 import { isFinal } from "../../domain/Routing.js"
 import { AccountRepository } from "../accounts/AccountRepository.js"
 import { eventIdFrom, IdGenerator } from "../IdGenerator.js"
-import { type IntentQuery, type IntentRef, IntentRepository } from "./IntentRepository.js"
+import { type CreateOptions, type IntentQuery, type IntentRef, IntentRepository } from "./IntentRepository.js"
 import * as Tracing from "../../Tracing.js"
 
 /** How long a cancel waits for the broker's answer before answering with the intent as it stands. */
@@ -30,8 +36,11 @@ export class Intents extends Effect.Service<Intents>()("Intents", {
     const accounts = yield* AccountRepository
     const ids = yield* IdGenerator
 
-    /** The order of checks after the body: rules (422), broker (404/403), duplicate (409), quota (429). */
-    const create = Effect.fnUntraced(function*(creator: Creator, payload: CreateIntentPayload) {
+    /**
+     * The intent a creation writes, and how, once its checks after the body pass: rules (422), broker
+     * (404/403); the repository's are next: duplicate (409), quota (429).
+     */
+    const creation = Effect.fnUntraced(function*(creator: Creator, payload: CreateIntentPayload) {
       const order = yield* validateOrder(payload)
       const broker = yield* accounts.findBroker(creator.userId, payload.broker_id).pipe(
         Effect.flatMap(Option.match({ onNone: () => Effect.fail(new BrokerNotFound()), onSome: Effect.succeed }))
@@ -42,15 +51,28 @@ export class Intents extends Effect.Service<Intents>()("Intents", {
       const quota = creator.mode === "live"
         ? { limit: creator.intentsPerMonth, ...monthlyPeriod(now) }
         : undefined
-      return yield* repository.create({
+      const intent: NewIntent = {
         ...order,
         id,
         user_id: creator.userId,
         mode: creator.mode,
         intent_id: payload.intent_id,
         broker_id: BrokerId.make(broker.id)
-      }, { now, quota, brokerKind: broker.kind, eventId: yield* eventIdFrom(ids) })
-    }, Tracing.span("Intents.create"))
+      }
+      const options: CreateOptions = { now, quota, brokerKind: broker.kind, eventId: yield* eventIdFrom(ids) }
+      return [intent, options] as const
+    })
+
+    const create = (creator: Creator, payload: CreateIntentPayload) =>
+      Effect.flatMap(creation(creator, payload), ([intent, options]) => repository.create(intent, options)).pipe(
+        Tracing.span("Intents.create")
+      )
+
+    /** `create`, answered with the new intent's JSON as the API writes it: a creation's 201. */
+    const createJson = (creator: Creator, payload: CreateIntentPayload) =>
+      Effect.flatMap(creation(creator, payload), ([intent, options]) => repository.createJson(intent, options)).pipe(
+        Tracing.span("Intents.createJson")
+      )
 
     const found = <A, E>(lookup: Effect.Effect<Option.Option<A>, E>) =>
       Effect.flatMap(lookup, Option.match({ onNone: () => Effect.fail(new IntentNotFound()), onSome: Effect.succeed }))
@@ -83,6 +105,7 @@ export class Intents extends Effect.Service<Intents>()("Intents", {
 
     return {
       create,
+      createJson,
       cancel,
       cancelByExternalId,
       get: Effect.fnUntraced(function*(owner: Owner, id: IntentId) {

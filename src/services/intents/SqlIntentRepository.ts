@@ -19,6 +19,7 @@ import {
   IntentNotCancelable,
   IntentNotFound,
   IntentStatus,
+  intentJson,
   type NewIntent,
   orderSpecOf,
   TradeIntent
@@ -27,7 +28,7 @@ import type { BrokerKind } from "../../domain/Account.js"
 import { applyLocalCancel, clientOrderId, isFinal } from "../../domain/Routing.js"
 import { RoutingHandoff } from "../routing/RoutingHandoff.js"
 import type { Job } from "../routing/RoutingRepository.js"
-import type { IntentQuery, IntentRef, IntentRepository, Quota } from "./IntentRepository.js"
+import type { CreateOptions, IntentQuery, IntentRef, IntentRepository } from "./IntentRepository.js"
 import { ROUTING_CHANNEL } from "../../sql/Channels.js"
 import { orDie } from "../../sql/Defects.js"
 import * as Outbox from "../../sql/Outbox.js"
@@ -36,12 +37,8 @@ import { PREPARED, unplanned, uuidArray } from "../../sql/Prepared.js"
 import * as Tables from "../../sql/Tables.js"
 import * as Tracing from "../../Tracing.js"
 
-interface Creation {
-  readonly eventId: string
-  readonly now: DateTime.Utc
-  readonly quota: Quota | undefined
-  readonly brokerKind?: BrokerKind | undefined
-}
+/** What a creation is written with beside its intent. */
+type Creation = CreateOptions
 
 /** The columns a creation writes: all of an intent's but those set later (its reason, a cancel request). */
 const NewIntentRow = Tables.Intents.row.omit("status_reason", "cancel_requested_at")
@@ -88,6 +85,9 @@ const keyOf = (key: typeof IntentKey.Type) => `${key.user_id}/${key.mode}/${key.
 
 /** An intent as the API shows it, built by the database. */
 const IntentView = Schema.Struct({ intent: TradeIntent })
+
+/** An intent's JSON, as the API writes it. */
+const decodeIntent = Schema.decode(Schema.parseJson(TradeIntent))
 
 /** A page's JSON array of intents, as the API writes it. */
 const decodeIntents = Schema.decode(Schema.parseJson(Schema.Array(TradeIntent)))
@@ -156,7 +156,8 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
   /**
    * Creations, each with its intent, its routing job, the `intent.created` event and its webhook
    * deliveries, with the workers woken at commit, in one statement (one round trip, an atomic
-   * whole). An intent whose intent_id is taken is not written: only those written are returned.
+   * whole). An intent whose intent_id is taken is not written: only those written are returned,
+   * each with its document (the API's JSON of the intent as created, built by its row trigger).
    *
    * Live creations are counted against their users' monthly quotas in the same statement, after
    * the duplicate check (a duplicate spends nothing). A user whose new intents in the batch would
@@ -167,7 +168,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
    */
   const insertCreations = SqlSchema.findAll({
     Request: Schema.Struct({ rows: Schema.Array(CreationRow), claimed_until: Schema.NullOr(Schema.DateTimeUtcFromDate) }),
-    Result: Tables.Intents.row.pick("id"),
+    Result: Schema.Struct({ ...Tables.Intents.row.pick("id").fields, intent: Schema.String }),
     execute: ({ claimed_until, rows }) =>
       sql`${prepared}
         WITH input AS (
@@ -207,7 +208,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
         type: sql`${"intent.created"}`,
         at: sql`i.created_at`
       })}
-        SELECT id, ${claimed_until === null ? sql`pg_notify(${ROUTING_CHANNEL}, 'submit'),` : sql``} ${
+        SELECT id, document::text AS intent, ${claimed_until === null ? sql`pg_notify(${ROUTING_CHANNEL}, 'submit'),` : sql``} ${
           sql.literal(DELIVERIES_DUE)
         }, ${sql.literal(EVENTS_WRITTEN)} FROM created`
   })
@@ -426,10 +427,16 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
    * generated ids, typed as the class wants them, so the class's own check is skipped: it cost
    * about 90 µs per creation (a whole-schema validation), against 6 µs without it.
    */
-  const intentCreated = ({ mode: _mode, user_id: _user, ...fields }: NewIntent, now: DateTime.Utc) =>
-    new TradeIntent(
-      { ...fields, status: "pending", status_reason: null, orders: [], created_at: now, updated_at: now },
-      true
+  /**
+   * The JSON of an intent as its creation wrote it, for a creation whose statement did not return
+   * it: an earlier try of the same creation had committed (only its answer was lost).
+   */
+  const createdJson = ({ mode: _mode, user_id: _user, ...fields }: NewIntent, now: DateTime.Utc) =>
+    intentJson(
+      new TradeIntent(
+        { ...fields, status: "pending", status_reason: null, orders: [], created_at: now, updated_at: now },
+        true
+      )
     )
 
   const creationRow = (
@@ -482,14 +489,15 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
       const claimedUntil = yield* claimFor([creation])
       const inserted = yield* insertCreations({ rows: [creationRow({ ...creation, input }, 0)], claimed_until: claimedUntil })
         .pipe(Effect.catchIf(isOverQuota, () => quotaExceeded(creation)))
-      if (inserted.length === 0) {
+      const [written] = inserted
+      if (written === undefined) {
         const [existing] = yield* selectHolders([input])
-        if (existing?.id === input.id) return intentCreated(input, creation.now)
+        if (existing?.id === input.id) return createdJson(input, creation.now)
         if (existing === undefined && creation.quota !== undefined) return yield* quotaExceeded(creation)
         return yield* new DuplicateIntent({ existing: existing?.id })
       }
       handOver(claimedUntil, [{ ...creation, input }])
-      return intentCreated(input, creation.now)
+      return written.intent
     },
     orDie,
     Tracing.span("IntentRepository.create")
@@ -510,12 +518,12 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
     function*(creations: ReadonlyArray<Creation & { readonly input: NewIntent }>) {
       const claimedUntil = yield* claimFor(creations)
       const inserted = yield* insertCreations({ rows: creations.map(creationRow), claimed_until: claimedUntil })
-      const createdIds = new Set<string>()
-      for (const row of inserted) createdIds.add(row.id)
+      const created = new Map<string, string>()
+      for (const row of inserted) created.set(row.id, row.intent)
       const written: Array<Creation & { readonly input: NewIntent }> = []
       const notWritten: Array<NewIntent> = []
       for (const creation of creations) {
-        if (createdIds.has(creation.input.id)) written.push(creation)
+        if (created.has(creation.input.id)) written.push(creation)
         else notWritten.push(creation.input)
       }
       handOver(claimedUntil, written)
@@ -523,10 +531,12 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
       const holders = first === undefined ? [] : yield* selectHolders([first, ...rest])
       const holderOf = new Map<string, IntentId>()
       for (const row of holders) holderOf.set(keyOf(row), row.id)
-      const answers: Array<Exit.Exit<TradeIntent, DuplicateIntent | QuotaExceeded | HeldByQuota>> = []
+      const answers: Array<Exit.Exit<string, DuplicateIntent | QuotaExceeded | HeldByQuota>> = []
       for (const { input, now, quota } of creations) {
         const holder = holderOf.get(keyOf(input))
-        if (createdIds.has(input.id) || holder === input.id) answers.push(Exit.succeed(intentCreated(input, now)))
+        const json = created.get(input.id)
+        if (json !== undefined) answers.push(Exit.succeed(json))
+        else if (holder === input.id) answers.push(Exit.succeed(createdJson(input, now)))
         else if (holder === undefined && quota !== undefined) answers.push(Exit.fail(new HeldByQuota()))
         else answers.push(Exit.fail(new DuplicateIntent({ existing: holder })))
       }
@@ -566,12 +576,20 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
     }
   })
 
+  const createJson = (input: NewIntent, options: CreateOptions) =>
+    createBatched({ input, ...options }).pipe(
+      Effect.catchTag("HeldByQuota", () => createOne(input, options)),
+      Tracing.span("IntentRepository.createJson", { attributes: { batched: true } })
+    )
+
   return identity<Context.Tag.Service<typeof IntentRepository>>({
     create: (input, options) =>
-      createBatched({ input, ...options }).pipe(
-        Effect.catchTag("HeldByQuota", () => createOne(input, options)),
-        Tracing.span("IntentRepository.create", { attributes: { batched: true } })
+      createJson(input, options).pipe(
+        Effect.flatMap((json) => Effect.orDie(decodeIntent(json))),
+        Tracing.span("IntentRepository.create")
       ),
+
+    createJson,
 
     monthlyUsage: Effect.fnUntraced(function*(userId: UserId, period: string) {
       return Option.match(yield* selectUsage({ user_id: userId, period }), { onNone: () => 0, onSome: (row) => row.count })
