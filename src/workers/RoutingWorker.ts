@@ -107,11 +107,12 @@ export const make = (options: RoutingOptions) =>
      * What follows a submission's order should it stay open (`FollowUp`): a cancel the client asked
      * for meanwhile, which the recording's lock reads; for a day order, a check at the end of the
      * day, unless its broker streams its orders' updates (it says when a day order expires, and
-     * its open orders are reconciled periodically).
+     * its open orders are reconciled periodically). `dayEnd` is the end of the day the order was
+     * placed on (its `endOfDay`), worked out once for the orders placed together.
      */
-    const followUpOf = (context: RoutingContext, now: DateTime.Utc): FollowUp => ({
+    const followUpOf = (context: RoutingContext, dayEnd: DateTime.Utc): FollowUp => ({
       syncAt: context.spec.time_in_force === "day" && !broker.streaming.includes(context.connection.kind)
-        ? endOfDay(now)
+        ? dayEnd
         : undefined
     })
 
@@ -137,7 +138,7 @@ export const make = (options: RoutingOptions) =>
     /** Records the order a submission placed (or found) and queues what follows it; the job ends with the recording. */
     const recorded = (context: RoutingContext, job: Job, order: BrokerOrder) =>
       Effect.flatMap(DateTime.now, (now) =>
-        Effect.asVoid(repository.record(context.intentId, order, job, followUpOf(context, now))))
+        Effect.asVoid(repository.record(context.intentId, order, job, followUpOf(context, endOfDay(now)))))
 
     /**
      * A broker call that got no usable answer: refused credentials fail the intent (the broker
@@ -257,13 +258,13 @@ export const make = (options: RoutingOptions) =>
       }
       const answers = fresh.length === 0 ? [] : yield* broker.submitMany(submissions)
       const settled: Array<{ readonly job: Job; readonly order: BrokerOrder }> = []
-      const now = yield* DateTime.now
+      const dayEnd = endOfDay(yield* DateTime.now)
       const recordings: Array<Recording> = []
       for (const [i, { context, job }] of fresh.entries()) {
         const answer = answers[i] ?? Exit.die(new Error("a submission went unanswered"))
         if (Exit.isSuccess(answer)) {
           settled.push({ job, order: answer.value })
-          recordings.push({ intentId: context.intentId, order: answer.value, done: job, followUp: followUpOf(context, now) })
+          recordings.push({ intentId: context.intentId, order: answer.value, done: job, followUp: followUpOf(context, dayEnd) })
           continue
         }
         const failure = Cause.failureOrCause(answer.cause)
