@@ -71,7 +71,7 @@ export class Intents extends Effect.Service<Intents>()("Intents", {
     /** `create`, answered with the new intent's JSON as the API writes it: a creation's 201. */
     const createJson = (creator: Creator, payload: CreateIntentPayload) =>
       Effect.flatMap(creation(creator, payload), ([intent, options]) => repository.createJson(intent, options)).pipe(
-        Tracing.span("Intents.createJson")
+        Tracing.span("Intents.create")
       )
 
     const found = <A, E>(lookup: Effect.Effect<Option.Option<A>, E>) =>

@@ -579,15 +579,12 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
   const createJson = (input: NewIntent, options: CreateOptions) =>
     createBatched({ input, ...options }).pipe(
       Effect.catchTag("HeldByQuota", () => createOne(input, options)),
-      Tracing.span("IntentRepository.createJson", { attributes: { batched: true } })
+      // The creation's span, whichever form it answers in.
+      Tracing.span("IntentRepository.create", { attributes: { batched: true } })
     )
 
   return identity<Context.Tag.Service<typeof IntentRepository>>({
-    create: (input, options) =>
-      createJson(input, options).pipe(
-        Effect.flatMap((json) => Effect.orDie(decodeIntent(json))),
-        Tracing.span("IntentRepository.create")
-      ),
+    create: (input, options) => Effect.flatMap(createJson(input, options), (json) => Effect.orDie(decodeIntent(json))),
 
     createJson,
 
