@@ -63,6 +63,7 @@ export class Intents extends Effect.Service<Intents>()("Intents", {
       return [intent, options] as const
     })
 
+    /** Creates a pending intent, queued for routing; the answer is the intent as created. */
     const create = (creator: Creator, payload: CreateIntentPayload) =>
       Effect.flatMap(creation(creator, payload), ([intent, options]) => repository.create(intent, options)).pipe(
         Tracing.span("Intents.create")
