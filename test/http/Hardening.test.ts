@@ -191,7 +191,7 @@ for (const [name, server] of servers) {
           // Digits that a double holds exactly are kept as sent, however they are written.
           const exact = yield* post(raw(mockId, `"quantity":123456.123456789`))
           expect(exact.status).toBe(201)
-          expect(exact.text).toContain(`"quantity":123456.123456789,`)
+          expect(exact.text).toMatch(/"quantity"\s*:\s*123456\.123456789\s*,/)
           const padded = yield* post(raw(mockId, `"quantity":10.5000000000000000000`))
           expect(padded.status).toBe(201)
           expect(padded.body).toMatchObject({ quantity: 10.5 })
