@@ -18,8 +18,10 @@ const creationHeaders = (error: { readonly _tag: string } | DuplicateIntent) =>
     : Effect.void
 
 /** A JSON body the database already wrote in the API's format, sent as it is. */
-export const jsonText = (body: string, status = 200) =>
-  HttpServerResponse.text(body, { status, contentType: "application/json" })
+export const jsonText = (body: string) => HttpServerResponse.text(body, { contentType: "application/json" })
+
+/** A new intent's JSON as its creation's statement returned it, sent as it is with 201. */
+const created = (intent: string) => HttpServerResponse.text(intent, { status: 201, contentType: "application/json" })
 
 /**
  * A page of the owner's intents, newest first, as `GET /intents` answers it (the v1 API's, the
@@ -55,7 +57,7 @@ export const IntentsHttpLive = HttpApiBuilder.group(Api, "intents", (handlers) =
             userId: principal.user.id,
             mode: principal.mode,
             intentsPerMonth: principal.user.intents_per_month
-          }, payload)).pipe(Effect.map((intent) => jsonText(intent, 201)), Effect.tapError(creationHeaders)))
+          }, payload)).pipe(Effect.map(created), Effect.tapError(creationHeaders)))
       .handle("getIntent", ({ path }) =>
         Effect.flatMap(CurrentPrincipal, (principal) => Effect.map(intents.getJson(principal.owner, { id: path.id }), jsonText)))
       .handle("getIntentByExternalId", ({ path }) =>
