@@ -22,6 +22,17 @@ const backends = [
   ["PostgreSQL", sqlRepositories.pipe(Layer.provide(Postgres.layerFresh))]
 ] as const
 
+/** A stop-limit intent whose quantity and prices use every decimal the API keeps. */
+const preciseIntent = (owner: Parameters<typeof newIntent>[0], brokerId: Parameters<typeof newIntent>[1]) =>
+  newIntent(owner, brokerId, {
+    quantity: 0.000000001,
+    order_type: "stop_limit",
+    limit_price: 123456.5,
+    stop_price: 99.123456789,
+    time_in_force: "gtc",
+    extended_hours: true
+  })
+
 /** Two users, the first with one test intent. */
 const twoUsersOneIntent = Effect.gen(function*() {
   const intents = yield* IntentRepository
@@ -173,14 +184,7 @@ for (const [name, backend] of backends) {
           const intents = yield* IntentRepository
           const { testBroker, user } = yield* seedUser
           const owner = { userId: user.id, mode: "test" as const }
-          const input = newIntent(owner, testBroker.id, {
-            quantity: 0.000000001,
-            order_type: "stop_limit",
-            limit_price: 123456.5,
-            stop_price: 99.123456789,
-            time_in_force: "gtc",
-            extended_hours: true
-          })
+          const input = preciseIntent(owner, testBroker.id)
           const now = yield* DateTime.now
           const created = yield* intents.create(input, { now, quota: undefined, eventId: eventId() })
           expect(created).toMatchObject({
@@ -204,14 +208,7 @@ for (const [name, backend] of backends) {
           const intents = yield* IntentRepository
           const { testBroker, user } = yield* seedUser
           const owner = { userId: user.id, mode: "test" as const }
-          const input = newIntent(owner, testBroker.id, {
-            quantity: 0.000000001,
-            order_type: "stop_limit",
-            limit_price: 123456.5,
-            stop_price: 99.123456789,
-            time_in_force: "gtc",
-            extended_hours: true
-          })
+          const input = preciseIntent(owner, testBroker.id)
           const options = { now: yield* DateTime.now, quota: undefined, eventId: eventId() }
           const json = yield* intents.createJson(input, options)
           const created = yield* Schema.decode(Schema.parseJson(TradeIntent))(json)
