@@ -423,13 +423,10 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
   })
 
   /**
-   * The intent just created, as the 201 shows it. Its fields come from the decoded payload and the
-   * generated ids, typed as the class wants them, so the class's own check is skipped: it cost
-   * about 90 µs per creation (a whole-schema validation), against 6 µs without it.
-   */
-  /**
    * The JSON of an intent as its creation wrote it, for a creation whose statement did not return
-   * it: an earlier try of the same creation had committed (only its answer was lost).
+   * it: an earlier try of the same creation had committed (only its answer was lost). Its fields
+   * come from the decoded payload and the generated ids, typed as the class wants them, so the
+   * class's own check is skipped (a whole-schema validation).
    */
   const createdJson = ({ mode: _mode, user_id: _user, ...fields }: NewIntent, now: DateTime.Utc) =>
     intentJson(
