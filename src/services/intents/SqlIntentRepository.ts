@@ -37,9 +37,6 @@ import { PREPARED, unplanned, uuidArray } from "../../sql/Prepared.js"
 import * as Tables from "../../sql/Tables.js"
 import * as Tracing from "../../Tracing.js"
 
-/** What a creation is written with beside its intent. */
-type Creation = CreateOptions
-
 /** The columns a creation writes: all of an intent's but those set later (its reason, a cancel request). */
 const NewIntentRow = Tables.Intents.row.omit("status_reason", "cancel_requested_at")
 const newIntentColumns = Tables.columnList(NewIntentRow)
@@ -437,7 +434,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
     )
 
   const creationRow = (
-    { eventId, input, now, quota }: Creation & { readonly input: NewIntent },
+    { eventId, input, now, quota }: CreateOptions & { readonly input: NewIntent },
     ord: number
   ): typeof CreationRow.Type => ({
     ...input,
@@ -455,7 +452,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
    * to be handed to it at commit: only while a worker takes them, and only when each creation
    * says which kind of broker it goes to (the worker's context needs it); null otherwise.
    */
-  const claimFor = Effect.fnUntraced(function*(creations: ReadonlyArray<Creation>) {
+  const claimFor = Effect.fnUntraced(function*(creations: ReadonlyArray<CreateOptions>) {
     const now = yield* DateTime.now
     const lease = Option.isSome(handoff) ? handoff.value.lease() : undefined
     if (lease === undefined) return null
@@ -467,14 +464,14 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
    * Hands the submissions of the creations written to the routing worker, when their statement
    * claimed them (`claimedUntil` set). Called as a step of the creation's own generator.
    */
-  const handOver = (claimedUntil: DateTime.Utc | null, written: ReadonlyArray<Creation & { readonly input: NewIntent }>) => {
+  const handOver = (claimedUntil: DateTime.Utc | null, written: ReadonlyArray<CreateOptions & { readonly input: NewIntent }>) => {
     if (claimedUntil === null || Option.isNone(handoff)) return
     const submissions: Array<Job> = []
     for (const { brokerKind, input } of written) if (brokerKind !== undefined) submissions.push(submission(input, brokerKind))
     handoff.value.hand(submissions)
   }
 
-  const quotaExceeded = ({ quota }: Creation) => new QuotaExceeded({ retry_after: quota?.retryAfter ?? 0 })
+  const quotaExceeded = ({ quota }: CreateOptions) => new QuotaExceeded({ retry_after: quota?.retryAfter ?? 0 })
 
   /**
    * One creation alone. Not written, it answers with the intent that holds its intent_id: itself
@@ -482,7 +479,7 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
    * as a duplicate; held by none, its quota was spent.
    */
   const createOne = Effect.fnUntraced(
-    function*(input: NewIntent, creation: Creation) {
+    function*(input: NewIntent, creation: CreateOptions) {
       const claimedUntil = yield* claimFor([creation])
       const inserted = yield* insertCreations({ rows: [creationRow({ ...creation, input }, 0)], claimed_until: claimedUntil })
         .pipe(Effect.catchIf(isOverQuota, () => quotaExceeded(creation)))
@@ -512,12 +509,12 @@ export const make = (options: Options = {}) => Effect.gen(function*() {
    */
   const createBatch = Effect.fnUntraced(
     // Made once, its steps in loops (see "Hot paths" in docs/development.md).
-    function*(creations: ReadonlyArray<Creation & { readonly input: NewIntent }>) {
+    function*(creations: ReadonlyArray<CreateOptions & { readonly input: NewIntent }>) {
       const claimedUntil = yield* claimFor(creations)
       const inserted = yield* insertCreations({ rows: creations.map(creationRow), claimed_until: claimedUntil })
       const created = new Map<string, string>()
       for (const row of inserted) created.set(row.id, row.intent)
-      const written: Array<Creation & { readonly input: NewIntent }> = []
+      const written: Array<CreateOptions & { readonly input: NewIntent }> = []
       const notWritten: Array<NewIntent> = []
       for (const creation of creations) {
         if (created.has(creation.input.id)) written.push(creation)
