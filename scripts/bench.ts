@@ -25,7 +25,7 @@ import * as FakeAlpaca from "../src/services/brokers/alpaca/FakeAlpaca.js"
 import { alpacaEnv } from "../test/support/Harness.js"
 import { streamLatency } from "./bench/EventStreams.js"
 import { liveBursts, liveEndToEnd, warmUpLive } from "./bench/LiveAlpaca.js"
-import { percentile } from "./bench/Percentile.js"
+import { percentile, spread } from "./bench/Percentile.js"
 import { cpuMs, measure, peakRssMiB } from "./bench/ProcessStats.js"
 import {
   gcShareBetween,
@@ -219,24 +219,73 @@ interface LoadSpec {
 
 type Measurement = Pick<Line, "connections" | "perSecond" | "p50Ms" | "p99Ms" | "cpuMs" | "dbCpuMs" | "gcShare" | "mainBusy" | "peakMiB">
 
+/** What one measured run saw, as totals that several runs against one server add up to. */
+interface Run {
+  readonly connections: number
+  readonly requests: number
+  readonly seconds: number
+  /** Each answer's time, in milliseconds. */
+  readonly latencies: ReadonlyArray<number>
+  readonly cpuMs: number
+  readonly dbCpuMs: number
+  /** CPU milliseconds spent in garbage collection. */
+  readonly gcMs: number
+  /** Milliseconds the main thread was busy. */
+  readonly busyMs: number
+  readonly peakMiB: number
+  /** When the load stopped (`performance.now()`). */
+  readonly endedAt: number
+}
+
+/** The measurement of one or more runs against one server, as if they were one run. */
+const summed = (runs: ReadonlyArray<Run>): Measurement & { readonly endedAt: number } => {
+  let requests = 0, seconds = 0, cpu = 0, dbCpu = 0, gc = 0, busy = 0, peakMiB = 0, endedAt = Number.NaN
+  const latencies: Array<number> = []
+  for (const one of runs) {
+    requests += one.requests
+    seconds += one.seconds
+    cpu += one.cpuMs
+    dbCpu += one.dbCpuMs
+    gc += one.gcMs
+    busy += one.busyMs
+    peakMiB = Math.max(peakMiB, one.peakMiB)
+    endedAt = one.endedAt
+    for (const latency of one.latencies) latencies.push(latency)
+  }
+  const { p50, p99 } = spread(latencies)
+  return {
+    connections: runs[0]?.connections ?? 0,
+    perSecond: requests / seconds,
+    p50Ms: p50,
+    p99Ms: p99,
+    cpuMs: cpu / requests,
+    dbCpuMs: dbCpu / requests,
+    gcShare: gc / cpu,
+    mainBusy: busy / (seconds * 1000),
+    peakMiB,
+    endedAt
+  }
+}
+
 /**
- * Drives `target` with autocannon at `connections` for a warm-up second, then for the measured
- * duration, sampling the server process's CPU, memory and GC. Every answer must be a 2xx: a
- * benchmark that counts errors as throughput measures nothing. `endedAt` is when the load stopped
- * (`performance.now()`).
+ * Drives `target` with autocannon at `connections` for a warm-up second, then for `seconds`
+ * (the run's measured duration unless given), sampling the server process's CPU, memory and GC.
+ * Every answer must be a 2xx: a benchmark that counts errors as throughput measures nothing.
  */
-const load = async (
+const measuredRun = async (
   settings: Settings,
   target: Target,
   connections: number,
-  spec: LoadSpec
-): Promise<Measurement & { readonly endedAt: number }> => {
+  spec: LoadSpec,
+  seconds = settings.durationSeconds
+): Promise<Run> => {
   const fire = firing(target, connections, spec)
   await fire(warmUpFor(settings, target, spec))
   await sleep(RUN_GAP_MS)
   let endedAt = Number.NaN
+  const latencies: Array<number> = []
   const { result, cpuMs: cpu, dbCpuMs, gcShare, mainBusy, peakMiB } = await measured(target, async () => {
-    const result = await fire(settings.durationSeconds)
+    const result = await fire(seconds, latencies)
     endedAt = performance.now()
     return result
   })
@@ -246,39 +295,81 @@ const load = async (
         ` and ${result.errors} errors`
     )
   }
-  const requests = result.requests.total
   return {
     connections,
-    perSecond: requests / result.duration,
-    p50Ms: result.latency.p50,
-    p99Ms: result.latency.p99,
-    cpuMs: cpu / requests,
-    dbCpuMs: dbCpuMs / requests,
-    gcShare,
-    mainBusy,
+    requests: result.requests.total,
+    seconds: result.duration,
+    latencies,
+    cpuMs: cpu,
+    dbCpuMs,
+    gcMs: gcShare * cpu,
+    busyMs: mainBusy * result.duration * 1000,
     peakMiB,
     endedAt
   }
 }
 
-/** Runs of autocannon against `target` at `connections`, for the given seconds, numbering the requests on. */
-const firing = (target: Target, connections: number, spec: LoadSpec) => {
-  let n = 0
-  return (duration: number) =>
-    autocannon({
-      url: target.baseUrl,
-      connections,
-      duration,
-      headers: { ...target.headers, "content-type": "application/json" },
-      requests: [{
-        method: spec.method,
-        setupRequest: (req) => {
-          const { path, body } = spec.next(n++)
-          return body === undefined ? { ...req, path } : { ...req, path, body }
-        }
-      }]
-    })
+/** One measured run (see {@link measuredRun}) as a measurement. */
+const load = async (settings: Settings, target: Target, connections: number, spec: LoadSpec) =>
+  summed([await measuredRun(settings, target, connections, spec)])
+
+/**
+ * The floor measured in slices around `runs`: one slice before each run and one after the last,
+ * the run's measured seconds shared among them. The machine's speed drifts, by as much as a few
+ * tenths within a minute on a shared host; measured once before the service, the floor would
+ * carry that drift into every ratio read against it, while slices around the service's runs move
+ * with the machine as those runs do. Each slice's rate is kept (`slices`) to show how far the
+ * machine moved.
+ */
+const floorAround = async <A>(
+  settings: Settings,
+  floor: Target,
+  connections: number,
+  spec: LoadSpec,
+  runs: ReadonlyArray<() => Promise<A>>
+) => {
+  const seconds = settings.durationSeconds / (runs.length + 1)
+  const slices: Array<Run> = [await measuredRun(settings, floor, connections, spec, seconds)]
+  const results: Array<A> = []
+  for (const between of runs) {
+    results.push(await between())
+    slices.push(await measuredRun(settings, floor, connections, spec, seconds))
+  }
+  const note = `in ${slices.length} slices around the service's runs: ${
+    slices.map((slice) => (slice.requests / slice.seconds).toFixed(0)).join(", ")
+  } a second`
+  return { floor: { ...summed(slices), note }, results }
 }
+
+/** How many requests of each spec have been made: their numbers go on across runs of it. */
+const made = new WeakMap<LoadSpec, number>()
+
+/**
+ * Runs of autocannon against `target` at `connections`, for the given seconds, numbering the
+ * spec's requests on from its runs before; each answer's time is added to `latencies` when given.
+ */
+const firing = (target: Target, connections: number, spec: LoadSpec) =>
+  (duration: number, latencies?: Array<number>) =>
+    new Promise<autocannon.Result>((resolve, reject) => {
+      const instance = autocannon({
+        url: target.baseUrl,
+        connections,
+        duration,
+        headers: { ...target.headers, "content-type": "application/json" },
+        requests: [{
+          method: spec.method,
+          setupRequest: (req) => {
+            const n = made.get(spec) ?? 0
+            made.set(spec, n + 1)
+            const { path, body } = spec.next(n)
+            return body === undefined ? { ...req, path } : { ...req, path, body }
+          }
+        }]
+      }, (error: unknown, result) => error === null || error === undefined ? resolve(result) : reject(error))
+      if (latencies !== undefined) {
+        instance.on("response", (_client, _status, _bytes, responseTime) => latencies.push(responseTime))
+      }
+    })
 
 /** The kinds of request each server (by address) has been warmed up with. */
 const warmedUp = new Set<string>()
@@ -419,22 +510,27 @@ const createScenarios = async (context: Context, connections: number): Promise<R
     connections,
     creations(context, "/intents", `ref${connections}`)
   )
-  const floor = await load(
+  // A little before the warm-up, on the machine's clock the service stamps its intents with.
+  const since = new Date(Date.now() - 1000)
+  const { floor, results: [service] } = await floorAround(
     settings,
     referenceTarget(context.floor),
     connections,
-    creations(context, "/intents", `floor${connections}`)
+    creations(context, "/intents", `floor${connections}`),
+    [async () => {
+      const service = await load(
+        settings,
+        serviceTarget(context),
+        connections,
+        creations(context, "/api/v1/intents", `create${connections}`)
+      )
+      // Routed before the floor's next slice, which would otherwise pay for the routing.
+      const drainMs = await drainTime(context, since, service.endedAt)
+      return { ...service, drainMs }
+    }]
   )
-  // A little before the warm-up, on the machine's clock the service stamps its intents with.
-  const since = new Date(Date.now() - 1000)
-  const service = await load(
-    settings,
-    serviceTarget(context),
-    connections,
-    creations(context, "/api/v1/intents", `create${connections}`)
-  )
-  const drainMs = await drainTime(context, since, service.endedAt)
   await quiesce(context.databaseUrl)
+  if (service === undefined) throw new Error("the service's creations were not measured")
   return [
     { scenario: BARE_INSERT, ...bare },
     { scenario: FLOOR_INSERT, ...floor, bare: BARE_INSERT },
@@ -443,8 +539,7 @@ const createScenarios = async (context: Context, connections: number): Promise<R
       ...service,
       floor: FLOOR_INSERT,
       bare: BARE_INSERT,
-      drainMs,
-      note: `market orders; all routed ${drainMs.toFixed(0)} ms after the load`
+      note: `market orders; all routed ${service.drainMs.toFixed(0)} ms after the load`
     }
   ]
 }
@@ -466,37 +561,37 @@ const lookupScenarios = async (
     method: "GET",
     next: byId("/intents", ids.reference)
   })
-  const floor = await load(context.settings, referenceTarget(context.floor), connections, {
-    kind: "lookup",
-    method: "GET",
-    next: byId("/intents", ids.floor)
-  })
-  const service = await load(context.settings, serviceTarget(context), connections, {
-    kind: "lookup",
-    method: "GET",
-    next: byId("/api/v1/intents", ids.service)
-  })
-  const list = await load(context.settings, serviceTarget(context), connections, {
-    kind: "list",
-    method: "GET",
-    next: (n) => ({ path: `/api/v1/intents?page=${1 + (n % 5)}&page_size=20` })
-  })
-  const limiterLines: Array<Line> = []
-  for (const variant of unlimited) {
-    const line = await load(context.settings, serviceTarget(context, variant.traced), connections, {
-      kind: "lookup",
+  const byIdOnService = (target: Target) => () =>
+    load(context.settings, target, connections, { kind: "lookup", method: "GET", next: byId("/api/v1/intents", ids.service) })
+  const listing = () =>
+    load(context.settings, serviceTarget(context), connections, {
+      kind: "list",
       method: "GET",
-      next: byId("/api/v1/intents", ids.service)
+      next: (n) => ({ path: `/api/v1/intents?page=${1 + (n % 5)}&page_size=20` })
     })
-    limiterLines.push({
+  const { floor, results: [service, list, ...limited] } = await floorAround(
+    context.settings,
+    referenceTarget(context.floor),
+    connections,
+    { kind: "lookup", method: "GET", next: byId("/intents", ids.floor) },
+    [
+      byIdOnService(serviceTarget(context)),
+      listing,
+      ...unlimited.map((variant) => byIdOnService(serviceTarget(context, variant.traced)))
+    ]
+  )
+  if (service === undefined || list === undefined) throw new Error("the service's lookups were not measured")
+  const limiterLines = unlimited.flatMap((variant, i): Array<Line> => {
+    const line = limited[i]
+    return line === undefined ? [] : [{
       scenario: variant.label,
       ...line,
       floor: FLOOR_SELECT,
       bare: BARE_SELECT,
       relative: GET_BY_ID,
       note: "limiter cost = 1 − that"
-    })
-  }
+    }]
+  })
   return [
     { scenario: BARE_SELECT, ...bare },
     { scenario: FLOOR_SELECT, ...floor, bare: BARE_SELECT },
