@@ -24,6 +24,7 @@ import { finalStatuses } from "../src/domain/Intent.js"
 import * as FakeAlpaca from "../src/services/brokers/alpaca/FakeAlpaca.js"
 import { alpacaEnv } from "../test/support/Harness.js"
 import { streamLatency } from "./bench/EventStreams.js"
+import { BARE_TABLE, FLOOR_TABLE } from "./bench/ReferenceTable.js"
 import { liveBursts, liveEndToEnd, warmUpLive } from "./bench/LiveAlpaca.js"
 import { percentile, spread } from "./bench/Percentile.js"
 import { cpuMs, measure, peakRssMiB } from "./bench/ProcessStats.js"
@@ -318,25 +319,32 @@ const load = async (settings: Settings, target: Target, connections: number, spe
  * the run's measured seconds shared among them. The machine's speed drifts, by as much as a few
  * tenths within a minute on a shared host; measured once before the service, the floor would
  * carry that drift into every ratio read against it, while slices around the service's runs move
- * with the machine as those runs do. Each slice's rate is kept (`slices`) to show how far the
- * machine moved.
+ * with the machine as those runs do. Each slice's rate is kept (`note`) to show how far the
+ * machine moved. `settle`, when given, runs before each slice and each run, so that none pays for
+ * the background work of the one before it.
  */
 const floorAround = async <A>(
   settings: Settings,
   floor: Target,
   connections: number,
   spec: LoadSpec,
-  runs: ReadonlyArray<() => Promise<A>>
+  runs: ReadonlyArray<() => Promise<A>>,
+  settle: () => Promise<void> = async () => {}
 ) => {
   const seconds = settings.durationSeconds / (runs.length + 1)
-  const slices: Array<Run> = [await measuredRun(settings, floor, connections, spec, seconds)]
+  const slice = async () => {
+    await settle()
+    return measuredRun(settings, floor, connections, spec, seconds)
+  }
+  const slices: Array<Run> = [await slice()]
   const results: Array<A> = []
   for (const between of runs) {
+    await settle()
     results.push(await between())
-    slices.push(await measuredRun(settings, floor, connections, spec, seconds))
+    slices.push(await slice())
   }
   const note = `in ${slices.length} slices around the service's runs: ${
-    slices.map((slice) => (slice.requests / slice.seconds).toFixed(0)).join(", ")
+    slices.map((one) => (one.requests / one.seconds).toFixed(0)).join(", ")
   } a second`
   return { floor: { ...summed(slices), note }, results }
 }
@@ -412,9 +420,10 @@ const pidOf = (child: ChildProcess): number => {
 /**
  * Waits until no routing job or delivery is left, then vacuums and checkpoints, so that a scenario
  * pays neither for the previous one's background work nor for its writes (dead rows, dirty pages,
- * autovacuum and a checkpoint arriving in the middle of the next run).
+ * autovacuum and a checkpoint arriving in the middle of the next run). With `tables`, only those
+ * are vacuumed.
  */
-const quiesce = async (databaseUrl: string) => {
+const quiesce = async (databaseUrl: string, tables: ReadonlyArray<string> = []) => {
   const deadline = Date.now() + 120_000
   for (;;) {
     const [jobs, deliveries] = await psqlColumn(
@@ -425,7 +434,7 @@ const quiesce = async (databaseUrl: string) => {
     if (Date.now() > deadline) throw new Error(`still ${jobs} routing jobs and ${deliveries} deliveries after 2 min`)
     await sleep(200)
   }
-  await run("psql", [databaseUrl, "-v", "ON_ERROR_STOP=1", "-qc", "VACUUM ANALYZE"])
+  await run("psql", [databaseUrl, "-v", "ON_ERROR_STOP=1", "-qc", `VACUUM ANALYZE ${tables.join(", ")}`])
   // CHECKPOINT needs a superuser (or pg_checkpoint); without one the run goes on unsettled.
   await run("psql", [databaseUrl, "-qc", "CHECKPOINT"]).catch(() => undefined)
 }
@@ -527,7 +536,13 @@ const createScenarios = async (context: Context, connections: number): Promise<R
       // Routed before the floor's next slice, which would otherwise pay for the routing.
       const drainMs = await drainTime(context, since, service.endedAt)
       return { ...service, drainMs }
-    }]
+    }],
+    // Before each run, the references' rows vacuumed and every write checkpointed. The service's
+    // tables are left to autovacuum until the part ends: analyzed while still empty, before the
+    // service's first run, they made POST create at 10 connections run at half its rate, with 3.6
+    // times PostgreSQL's CPU per creation (plans made for empty tables, kept by its prepared
+    // statements, most likely).
+    () => quiesce(context.databaseUrl, [BARE_TABLE, FLOOR_TABLE])
   )
   await quiesce(context.databaseUrl)
   if (service === undefined) throw new Error("the service's creations were not measured")

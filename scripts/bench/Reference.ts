@@ -8,14 +8,14 @@
  */
 import { createServer } from "node:http"
 import pg from "pg"
-import { createTable } from "./ReferenceTable.js"
+import { BARE_TABLE, createTable } from "./ReferenceTable.js"
 
 const [databaseUrl, port] = process.argv.slice(2)
 if (databaseUrl === undefined || port === undefined) throw new Error("usage: Reference.ts <database url> <port>")
 
 const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 })
 
-await pool.query(createTable("reference_intents"))
+await pool.query(createTable(BARE_TABLE))
 
 const send = (res: import("node:http").ServerResponse, status: number, body: unknown) => {
   const text = JSON.stringify(body)

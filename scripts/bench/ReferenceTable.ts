@@ -4,6 +4,10 @@
  * do the same INSERT and the same SELECT by primary key on the same columns and indexes.
  */
 
+/** The two references' tables. */
+export const BARE_TABLE = "reference_intents"
+export const FLOOR_TABLE = "floor_intents"
+
 /** `CREATE TABLE IF NOT EXISTS <name>` with the reference columns. */
 export const createTable = (name: string) => `
   CREATE TABLE IF NOT EXISTS ${name} (

@@ -29,12 +29,11 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import { createServer } from "node:http"
-import { createTable } from "./ReferenceTable.js"
+import { createTable, FLOOR_TABLE as TABLE } from "./ReferenceTable.js"
 
 const [databaseUrl, port] = process.argv.slice(2)
 if (databaseUrl === undefined || port === undefined) throw new Error("usage: StackFloor.ts <database url> <port>")
 
-const TABLE = "floor_intents"
 
 const Side = Schema.Literal("buy", "sell")
 const OrderType = Schema.Literal("market", "limit", "stop", "stop_limit")
