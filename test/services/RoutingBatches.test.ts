@@ -561,6 +561,35 @@ for (const [name, database] of databases) {
           expect(placed).toEqual([{ submissions: 1 }])
         }))
 
+      it.effect("an order submitted again is answered as the book holds it, beside orders placed now, and only counted", () =>
+        Effect.gen(function*() {
+          const broker = yield* BrokerGateway
+          const market = yield* MockMarket
+          const sql = yield* SqlClient.SqlClient
+          const { testBroker, user } = yield* seedUser
+          const connection = { id: testBroker.id, kind: "mock" as const }
+          const again = `tir_${uuid()}`
+          yield* market.setPrice(user.id, { symbol: "AAPL", price: 90 })
+          const first = yield* broker.submit(connection, { clientOrderId: again, spec: marketSpec })
+          // Submitted again at another price, with two new orders, each placed at the new one.
+          yield* market.setPrice(user.id, { symbol: "AAPL", price: 110 })
+          const fresh = [`tir_${uuid()}`, `tir_${uuid()}`]
+          const answers = yield* broker.submitMany([again, ...fresh].map((clientOrderId) => ({ connection, clientOrderId, spec: marketSpec })))
+          const orders = answers.map(Exit.match({ onSuccess: (order) => order, onFailure: (cause) => Cause.pretty(cause) }))
+          expect(orders[0]).toEqual(first)
+          expect(orders.map((order) => typeof order === "string" ? order : [order.clientOrderId, order.fills.map((f) => f.price)]))
+            .toEqual([[again, [90]], [fresh[0], [110]], [fresh[1], [110]]])
+          const placed = yield* sql<{ client_order_id: string; submissions: number }>`
+            SELECT client_order_id, submissions FROM mock_broker_orders
+            WHERE client_order_id IN (${again}, ${fresh[0] ?? ""}, ${fresh[1] ?? ""}) ORDER BY submissions DESC, client_order_id`
+          expect(placed.map((row) => row.submissions)).toEqual([2, 1, 1])
+          // An order placed now is answered as the book then holds it.
+          for (const [i, id] of fresh.entries()) {
+            const looked = yield* broker.lookup(connection, { clientOrderId: id })
+            expect(Option.getOrThrow(looked)).toEqual(orders[i + 1])
+          }
+        }))
+
       it.effect("an order is decided at the price the broker last read only while that price holds: a price moved elsewhere is read again", () =>
         Effect.gen(function*() {
           const broker = yield* BrokerGateway

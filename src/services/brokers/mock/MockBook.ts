@@ -67,6 +67,14 @@ const columnList = Tables.columnList(Row)
 const PricedRow = Schema.Struct({ ...Row.fields, price: Schema.Number })
 const pricedRecordset = Tables.recordsetTypes(PricedRow, { ...types, price: "numeric" })
 
+/**
+ * What placing an order answers: its client order id, and whether it was placed `before` (the
+ * same client order id submitted again, which only counts).
+ */
+const Placed = Schema.Struct({ client_order_id: Schema.String, before: Schema.Boolean })
+/** The row's submissions counted from 1, the insert's default: more, and it was there before. */
+const PLACED_COLUMNS = "client_order_id, submissions > 1 AS before"
+
 /** An order filled whole by a price move. */
 export const FillRow = Row.pick("client_order_id", "filled_quantity", "fill_price", "updated_at")
 const fillRecordset = Tables.recordsetTypes(FillRow, types)
@@ -122,6 +130,7 @@ export type MockPriceRow = typeof PriceRow.Type
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const all = sql.literal(columns(""))
+  const placedColumns = sql.literal(PLACED_COLUMNS)
 
   /** The prices set for these connections' users and symbols (and perhaps others of the same ones). */
   const selectPrices = SqlSchema.findAll({
@@ -155,17 +164,26 @@ export const make = Effect.gen(function*() {
     execute: (clientOrderId) => sql`SELECT ${all} FROM mock_broker_orders WHERE client_order_id = ${clientOrderId}`
   })
 
+  /** The orders of these client order ids. */
+  const selectMany = SqlSchema.findAll({
+    Request: Schema.NonEmptyArray(Schema.String),
+    Result: Row,
+    execute: (clientOrderIds) => sql`SELECT ${all} FROM mock_broker_orders WHERE client_order_id IN ${sql.in(clientOrderIds)}`
+  })
+
   /**
    * Places orders once, each of a different client order id: a submission again of the same client
-   * order id only counts, and returns the order placed.
+   * order id only counts. Each order is answered with whether it was placed `before` (then the
+   * book's row is the order, see `selectMany`); an order placed now is the row sent, which the
+   * statement does not send back.
    */
   const place = SqlSchema.findAll({
     Request: Schema.NonEmptyArray(Row),
-    Result: Row,
+    Result: Placed,
     execute: (orders) =>
       sql`INSERT INTO mock_broker_orders ${sql.insert(orders)}
           ON CONFLICT (client_order_id) DO UPDATE SET submissions = mock_broker_orders.submissions + 1
-          RETURNING ${all}`
+          RETURNING ${placedColumns}`
   })
 
   /**
@@ -175,7 +193,7 @@ export const make = Effect.gen(function*() {
    */
   const placeAt = SqlSchema.findAll({
     Request: Schema.NonEmptyArray(PricedRow),
-    Result: Row,
+    Result: Placed,
     execute: (orders) =>
       sql`${sql.literal(PREPARED)} INSERT INTO mock_broker_orders (${sql.literal(columnList)})
           SELECT ${sql.literal(columnList)} FROM json_to_recordset(${JSON.stringify(orders)}::json) AS o(${sql.literal(pricedRecordset)})
@@ -183,7 +201,7 @@ export const make = Effect.gen(function*() {
             SELECT p.price FROM mock_prices p JOIN broker_connections c ON c.user_id = p.user_id
             WHERE c.id = o.connection_id AND p.symbol = o.symbol), ${REFERENCE_PRICE})
           ON CONFLICT (client_order_id) DO UPDATE SET submissions = mock_broker_orders.submissions + 1
-          RETURNING ${all}`
+          RETURNING ${placedColumns}`
   })
 
   const cancel = SqlSchema.void({
@@ -241,6 +259,7 @@ export const make = Effect.gen(function*() {
     setPrice,
     listPrices,
     select,
+    selectMany,
     place,
     placeAt,
     cancel,
