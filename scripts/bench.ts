@@ -538,10 +538,9 @@ const createScenarios = async (context: Context, connections: number): Promise<R
       return { ...service, drainMs }
     }],
     // Before each run, the references' rows vacuumed and every write checkpointed. The service's
-    // tables are left to autovacuum until the part ends: analyzed while still empty, before the
-    // service's first run, they made POST create at 10 connections run at half its rate, with 3.6
-    // times PostgreSQL's CPU per creation (plans made for empty tables, kept by its prepared
-    // statements, most likely).
+    // tables wait for the part's end: analyzed while still empty, before the service's first run,
+    // they made POST create at 10 connections run at half its rate, with 3.6 times PostgreSQL's
+    // CPU per creation (plans made for empty tables, kept by its prepared statements, most likely).
     () => quiesce(context.databaseUrl, [BARE_TABLE, FLOOR_TABLE])
   )
   await quiesce(context.databaseUrl)
