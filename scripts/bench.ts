@@ -24,10 +24,10 @@ import { finalStatuses } from "../src/domain/Intent.js"
 import * as FakeAlpaca from "../src/services/brokers/alpaca/FakeAlpaca.js"
 import { alpacaEnv } from "../test/support/Harness.js"
 import { streamLatency } from "./bench/EventStreams.js"
-import { BARE_TABLE, FLOOR_TABLE } from "./bench/ReferenceTable.js"
 import { liveBursts, liveEndToEnd, warmUpLive } from "./bench/LiveAlpaca.js"
 import { percentile, spread } from "./bench/Percentile.js"
 import { cpuMs, measure, peakRssMiB } from "./bench/ProcessStats.js"
+import { BARE_TABLE, FLOOR_TABLE } from "./bench/ReferenceTable.js"
 import {
   gcShareBetween,
   gcSnapshot,
@@ -316,8 +316,8 @@ const load = async (settings: Settings, target: Target, connections: number, spe
 
 /**
  * The floor measured in slices around `runs`: one slice before each run and one after the last,
- * the run's measured seconds shared among them. The machine's speed drifts, by as much as a few
- * tenths within a minute on a shared host; measured once before the service, the floor would
+ * the run's measured seconds shared among them. The machine's speed drifts, by a tenth or more
+ * within a minute on a shared host; measured once before the service, the floor would
  * carry that drift into every ratio read against it, while slices around the service's runs move
  * with the machine as those runs do. Each slice's rate is kept (`note`) to show how far the
  * machine moved. `settle`, when given, runs before each slice and each run, so that none pays for

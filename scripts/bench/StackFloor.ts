@@ -29,7 +29,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import { createServer } from "node:http"
-import { createTable, FLOOR_TABLE as TABLE } from "./ReferenceTable.js"
+import { createTable, FLOOR_TABLE } from "./ReferenceTable.js"
 
 const [databaseUrl, port] = process.argv.slice(2)
 if (databaseUrl === undefined || port === undefined) throw new Error("usage: StackFloor.ts <database url> <port>")
@@ -85,12 +85,12 @@ const IntentsLive = HttpApiBuilder.group(Api, "intents", (handlers) =>
     const insert = SqlSchema.single({
       Request: CreateIntent,
       Result: IntentRow,
-      execute: (intent) => sql`INSERT INTO ${sql(TABLE)} ${sql.insert(intent)} RETURNING *`
+      execute: (intent) => sql`INSERT INTO ${sql(FLOOR_TABLE)} ${sql.insert(intent)} RETURNING *`
     })
     const find = SqlSchema.findOne({
       Request: Schema.UUID,
       Result: IntentRow,
-      execute: (id) => sql`SELECT * FROM ${sql(TABLE)} WHERE id = ${id}`
+      execute: (id) => sql`SELECT * FROM ${sql(FLOOR_TABLE)} WHERE id = ${id}`
     })
     return handlers
       .handle("create", ({ payload }) => Effect.orDie(insert(payload)))
@@ -103,7 +103,7 @@ const IntentsLive = HttpApiBuilder.group(Api, "intents", (handlers) =>
         ))
   }))
 
-const Table = Layer.effectDiscard(Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(createTable(TABLE))))
+const Table = Layer.effectDiscard(Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(createTable(FLOOR_TABLE))))
 
 const Database = Layer.provideMerge(Table, PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 10 }))
 

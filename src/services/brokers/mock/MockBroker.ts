@@ -103,13 +103,13 @@ export const make = Effect.gen(function*() {
     const placed = held ? yield* book.placeAt([first, ...rest]) : yield* book.place([unpriced(first), ...rest.map(unpriced)])
     // An order placed now is the order sent; one placed before is the book's.
     const placedById = new Map<string, MockBook.BookOrder>()
-    const before: Array<string> = []
-    for (const { before: again, client_order_id } of placed) {
+    const placedBefore: Array<string> = []
+    for (const { before, client_order_id } of placed) {
       const order = orders.get(client_order_id)
-      if (again || order === undefined) before.push(client_order_id)
+      if (before || order === undefined) placedBefore.push(client_order_id)
       else placedById.set(client_order_id, order)
     }
-    const [firstBefore, ...restBefore] = before
+    const [firstBefore, ...restBefore] = placedBefore
     if (firstBefore !== undefined) {
       for (const row of yield* book.selectMany([firstBefore, ...restBefore])) placedById.set(row.client_order_id, row)
     }
