@@ -63,17 +63,18 @@ export class Intents extends Effect.Service<Intents>()("Intents", {
       return [intent, options] as const
     })
 
-    /** Creates a pending intent, queued for routing; the answer is the intent as created. */
-    const create = (creator: Creator, payload: CreateIntentPayload) =>
-      Effect.flatMap(creation(creator, payload), ([intent, options]) => repository.create(intent, options)).pipe(
+    /** A creation whose checks pass, written by `write`, in the creation's span. */
+    const creating = <A, E>(write: (intent: NewIntent, options: CreateOptions) => Effect.Effect<A, E>) =>
+    (creator: Creator, payload: CreateIntentPayload) =>
+      Effect.flatMap(creation(creator, payload), ([intent, options]) => write(intent, options)).pipe(
         Tracing.span("Intents.create")
       )
 
+    /** Creates a pending intent, queued for routing; the answer is the intent as created. */
+    const create = creating(repository.create)
+
     /** `create`, answered with the new intent's JSON as the API writes it: a creation's 201. */
-    const createJson = (creator: Creator, payload: CreateIntentPayload) =>
-      Effect.flatMap(creation(creator, payload), ([intent, options]) => repository.createJson(intent, options)).pipe(
-        Tracing.span("Intents.create")
-      )
+    const createJson = creating(repository.createJson)
 
     const found = <A, E>(lookup: Effect.Effect<Option.Option<A>, E>) =>
       Effect.flatMap(lookup, Option.match({ onNone: () => Effect.fail(new IntentNotFound()), onSome: Effect.succeed }))
