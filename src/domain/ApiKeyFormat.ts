@@ -13,4 +13,4 @@ export const apiKeyMode = (key: string): Mode | undefined => {
 export const apiKeyHint = (key: string): string => `${key.slice(0, 8)}…${key.slice(-4)}`
 
 /** The key is never stored: only its SHA-256. */
-export const hashApiKey = (key: string): string => Crypto.createHash("sha256").update(key).digest("hex")
+export const hashApiKey = (key: string): string => Crypto.hash("sha256", key, "hex")

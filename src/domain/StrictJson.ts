@@ -4,15 +4,18 @@
  * would round (a double holds about 15 to 17 significant digits; more are dropped silently).
  */
 
-/** The first problem of a JSON text, by field and rule, or `undefined` when it has none. */
+/** The first problem of a JSON text, by field and rule, or `undefined` when it has none (or is no JSON). */
 export const problem = (text: string): string | undefined => {
   try {
     JSON.parse(text)
   } catch {
     return undefined
   }
-  return new Scanner(text).value([])
+  return problemOfParsed(text)
 }
+
+/** {@link problem} of a text `JSON.parse` has just accepted: it is not parsed again. */
+export const problemOfParsed = (text: string): string | undefined => new Scanner(text).value([])
 
 /** `123.4500e1` and `1234.5` alike: sign, significant digits without outer zeros, and the exponent of the last digit. */
 const normalise = (number: string): string => {
@@ -31,6 +34,9 @@ const fieldName = (path: ReadonlyArray<string | number>) =>
 
 /** The problem of a number token, when `JSON.parse` would not keep it exactly as sent. */
 const numberProblem = (token: string, path: ReadonlyArray<string | number>): string | undefined => {
+  // Without an exponent, 15 digits or fewer always come back as sent (a double keeps 15 significant
+  // digits in its normal range, which such a token cannot leave): most numbers stop here.
+  if (token.length <= 17 && digitsOnly(token) <= 15) return undefined
   const value = Number(token)
   if (!Number.isFinite(value)) return `${fieldName(path)} is too large`
   return normalise(token) === normalise(String(value))
@@ -38,7 +44,25 @@ const numberProblem = (token: string, path: ReadonlyArray<string | number>): str
     : `${fieldName(path)} cannot be represented exactly: send at most 15 significant digits`
 }
 
+/** The digits of a number token without an exponent (its sign and point left out); 99 with one. */
+const digitsOnly = (token: string): number => {
+  let digits = 0
+  for (let i = 0; i < token.length; i++) {
+    const c = token.charCodeAt(i)
+    if (c >= 48 && c <= 57) digits++
+    else if (c !== 45 && c !== 46) return 99
+  }
+  return digits
+}
+
 const TOKEN = /-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null/y
+
+const SPACE = 32
+const TAB = 9
+const LINE_FEED = 10
+const RETURN = 13
+const QUOTE = 34
+const BACKSLASH = 92
 
 /** Deeper nesting is refused rather than followed: no request of the API nests beyond a few levels. */
 const MAX_DEPTH = 64
@@ -49,15 +73,34 @@ class Scanner {
   constructor(private readonly text: string) {}
 
   private skipSpace() {
-    while (this.at < this.text.length && " \t\n\r".includes(this.text.charAt(this.at))) this.at++
+    for (;;) {
+      const c = this.text.charCodeAt(this.at)
+      if (c !== SPACE && c !== LINE_FEED && c !== RETURN && c !== TAB) return
+      this.at++
+    }
   }
 
-  /** Reads the string token at the cursor, returning its value. */
+  /**
+   * Reads the string token at the cursor, returning its value: the text between the quotes, or,
+   * when it holds an escape, what `JSON.parse` makes of it (a raw NUL is not valid JSON: only an
+   * escaped one can be there).
+   */
   private string(): string {
     const start = this.at
+    let escaped = false
     this.at++
-    while (this.text.charAt(this.at) !== "\"") this.at += this.text.charAt(this.at) === "\\" ? 2 : 1
+    for (;;) {
+      const c = this.text.charCodeAt(this.at)
+      if (c === QUOTE) break
+      if (c === BACKSLASH) {
+        escaped = true
+        this.at += 2
+      } else {
+        this.at++
+      }
+    }
     this.at++
+    if (!escaped) return this.text.slice(start + 1, this.at - 1)
     const value: unknown = JSON.parse(this.text.slice(start, this.at))
     return typeof value === "string" ? value : ""
   }

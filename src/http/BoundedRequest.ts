@@ -94,7 +94,7 @@ class BoundedRequest extends Inspectable.Class implements HttpServerRequest.Http
         try: (): unknown => {
           if (text === "") return null
           const parsed: unknown = JSON.parse(text)
-          const detail = StrictJson.problem(text)
+          const detail = StrictJson.problemOfParsed(text)
           if (detail !== undefined) throw new BodyRefused({ detail })
           return parsed
         },
