@@ -26,6 +26,7 @@ import EventsWithoutOwnerIndex from "./migrations/0021_events_without_owner_inde
 import WebhookDeliveriesWithoutDueIndex from "./migrations/0022_webhook_deliveries_without_due_index.js"
 import IntentCountsPerStatement from "./migrations/0023_intent_counts_per_statement.js"
 import DocumentsAroundWrittenOrders from "./migrations/0024_documents_around_written_orders.js"
+import FillsWithoutOrderIndex from "./migrations/0025_fills_without_order_index.js"
 import * as Tracing from "../Tracing.js"
 
 /** Every migration by name, statically imported so that a bundled build finds them. */
@@ -53,7 +54,8 @@ export const records = {
   "0021_events_without_owner_index": EventsWithoutOwnerIndex,
   "0022_webhook_deliveries_without_due_index": WebhookDeliveriesWithoutDueIndex,
   "0023_intent_counts_per_statement": IntentCountsPerStatement,
-  "0024_documents_around_written_orders": DocumentsAroundWrittenOrders
+  "0024_documents_around_written_orders": DocumentsAroundWrittenOrders,
+  "0025_fills_without_order_index": FillsWithoutOrderIndex
 }
 
 export const loader = Migrator.fromRecord(records)
