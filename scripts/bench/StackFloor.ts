@@ -34,7 +34,6 @@ import { createTable, FLOOR_TABLE } from "./ReferenceTable.js"
 const [databaseUrl, port] = process.argv.slice(2)
 if (databaseUrl === undefined || port === undefined) throw new Error("usage: StackFloor.ts <database url> <port>")
 
-
 const Side = Schema.Literal("buy", "sell")
 const OrderType = Schema.Literal("market", "limit", "stop", "stop_limit")
 

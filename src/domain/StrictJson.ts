@@ -36,7 +36,7 @@ const fieldName = (path: ReadonlyArray<string | number>) =>
 const numberProblem = (token: string, path: ReadonlyArray<string | number>): string | undefined => {
   // Without an exponent, 15 digits or fewer always come back as sent (a double keeps 15 significant
   // digits in its normal range, which such a token cannot leave): most numbers stop here.
-  if (token.length <= 17 && digitsOnly(token) <= 15) return undefined
+  if (digitsOnly(token) <= 15) return undefined
   const value = Number(token)
   if (!Number.isFinite(value)) return `${fieldName(path)} is too large`
   return normalise(token) === normalise(String(value))
