@@ -4,6 +4,7 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { IntentId } from "../../src/domain/Ids.js"
 import { TradeIntent } from "../../src/domain/Intent.js"
+import { awayFromMinuteEdge } from "../support/RateWindow.js"
 import { admin, marketOrder, signUp } from "../support/Scenario.js"
 import { bodyOf, ErrorBody, keysOf, type Reply, RetryBody, send, WithId } from "../support/TestServer.js"
 import { waitFor } from "../support/Waiting.js"
@@ -159,6 +160,8 @@ for (const [name, server] of servers) {
       it.effect("409: a second intent with the same intent_id, pointing at the first", () =>
         Effect.gen(function*() {
           const { mockId, testKey } = yield* signUp()
+          // Both requests in one minute's count, whose remainder the second answer shows.
+          yield* Effect.promise(awayFromMinuteEdge)
           const body = marketOrder(mockId, { intent_id: "once" })
           const first = yield* post(testKey, body)
           const again = yield* post(testKey, { ...body, quantity: 99 })
@@ -238,6 +241,8 @@ for (const [name, server] of servers) {
       it.effect("429: over the key's per-minute limit, with retry_after and the headers", () =>
         Effect.gen(function*() {
           const { mockId, testKey } = yield* signUp({ requests_per_minute: 3 })
+          // The four requests in one minute's count: straddling two, the fourth would be admitted.
+          yield* Effect.promise(awayFromMinuteEdge)
           for (let i = 0; i < 3; i++) expect((yield* send("GET", "/api/v1/intents", { key: testKey })).status).toBe(200)
           const limited = yield* post(testKey, marketOrder(mockId))
           expectError(limited, 429, "rate_limit_exceeded", /^Rate limit exceeded\. Retry after \d+ seconds\.$/)
