@@ -38,25 +38,53 @@ const base62 = (random: (bytes: number) => Buffer, length: number): string => {
   return out
 }
 
+const HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, "0"))
+
+/**
+ * A UUID of version 7 (RFC 9562): the millisecond of its making in the first 48 bits, then 74
+ * random bits around the version and variant. Ids made later sort after earlier ones, so a new
+ * row's id lands at the right-hand edge of each B-tree that holds it (the primary key, and every
+ * index led by an intent's id, such as its orders', events' and routing job's) instead of on a
+ * random page of it: fewer pages touched, split and written in full to the WAL after each
+ * checkpoint. The random bits alone keep ids unguessable; the time they show is the row's own
+ * `created_at`.
+ */
+export const uuidV7 = (random: (bytes: number) => Buffer, millis: number): string => {
+  const bytes = random(10)
+  const time = Math.max(0, Math.floor(millis))
+  const high = Math.floor(time / 0x1000000)
+  const low = time % 0x1000000
+  return HEX[(high >>> 16) & 0xff]! + HEX[(high >>> 8) & 0xff]! + HEX[high & 0xff]! + HEX[(low >>> 16) & 0xff]! + "-" +
+    HEX[(low >>> 8) & 0xff]! + HEX[low & 0xff]! + "-" +
+    HEX[0x70 | (bytes[0]! & 0x0f)]! + HEX[bytes[1]!]! + "-" +
+    HEX[0x80 | (bytes[2]! & 0x3f)]! + HEX[bytes[3]!]! + "-" +
+    HEX[bytes[4]!]! + HEX[bytes[5]!]! + HEX[bytes[6]!]! + HEX[bytes[7]!]! + HEX[bytes[8]!]! + HEX[bytes[9]!]!
+}
+
 /** All randomness of the service: ids, API key material, secrets. */
 export class IdGenerator extends Context.Tag("IdGenerator")<IdGenerator, {
   readonly uuid: Effect.Effect<string>
   readonly base62: (length: number) => Effect.Effect<string>
   readonly hex: (bytes: number) => Effect.Effect<string>
 }>() {
-  static readonly layer = Layer.sync(this, () => {
-    const random = randomPool()
-    return {
-      uuid: Effect.sync(() => Crypto.randomUUID()),
-      base62: (length) => Effect.sync(() => base62(random, length)),
-      hex: (bytes) => Effect.sync(() => random(bytes).toString("hex"))
-    }
-  })
+  /** Ids read the time from the clock the Layer is built with (a test's `TestClock` in tests). */
+  static readonly layer = Layer.effect(
+    this,
+    Effect.map(Effect.clock, (clock) => {
+      const random = randomPool()
+      return {
+        uuid: Effect.sync(() => uuidV7(random, clock.unsafeCurrentTimeMillis())),
+        base62: (length) => Effect.sync(() => base62(random, length)),
+        hex: (bytes) => Effect.sync(() => random(bytes).toString("hex"))
+      }
+    })
+  )
 }
 
 /**
- * `evt_` and 32 hex characters: an event's id, sent to webhooks as `sr-event-id`, from the
- * generator in hand (not from context: providing the generator copies the fiber's context).
+ * `evt_` and 32 hex characters, the digits of a version 7 UUID (time-ordered, as the events'
+ * primary key prefers): an event's id, sent to webhooks as `sr-event-id`, from the generator in
+ * hand (not from context: providing the generator copies the fiber's context).
  */
 export const eventIdFrom = (ids: Context.Tag.Service<IdGenerator>): Effect.Effect<string> =>
-  Effect.map(ids.hex(16), (hex) => `evt_${hex}`)
+  Effect.map(ids.uuid, (uuid) => `evt_${uuid.replaceAll("-", "")}`)

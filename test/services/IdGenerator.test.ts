@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as TestClock from "effect/TestClock"
 import { eventIdFrom, IdGenerator } from "../../src/services/IdGenerator.js"
 
 describe("IdGenerator", () => {
@@ -15,6 +16,27 @@ describe("IdGenerator", () => {
       for (const id of events) expect(id).toMatch(/^evt_[0-9a-f]{32}$/)
       expect(new Set([...hex, ...events.map((id) => id.slice(4))]).size).toBe(2_100)
       expect(new Set(base62).size).toBe(2_000)
+    }).pipe(Effect.provide(IdGenerator.layer)))
+
+  it.effect("UUIDs are of version 7: the clock's millisecond first, so later ids sort after earlier ones", () =>
+    Effect.gen(function*() {
+      const ids = yield* IdGenerator
+      const millis = Date.UTC(2026, 10, 30, 12, 34, 56, 789)
+      yield* TestClock.setTime(millis)
+      const sameMillisecond = yield* Effect.replicateEffect(ids.uuid, 1_000)
+      const event = yield* eventIdFrom(ids)
+      yield* TestClock.adjust("1 millis")
+      const later = yield* ids.uuid
+      const prefix = millis.toString(16).padStart(12, "0")
+      for (const id of [...sameMillisecond, later]) {
+        expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+      }
+      for (const id of sameMillisecond) expect(id.replaceAll("-", "").slice(0, 12)).toBe(prefix)
+      expect(event.slice(4, 16)).toBe(prefix)
+      expect(later.replaceAll("-", "").slice(0, 12)).toBe((millis + 1).toString(16).padStart(12, "0"))
+      // Within a millisecond the 74 random bits tell ids apart; across one, time orders them.
+      expect(new Set(sameMillisecond).size).toBe(1_000)
+      for (const id of sameMillisecond) expect(id < later).toBe(true)
     }).pipe(Effect.provide(IdGenerator.layer)))
 
   it.effect("a draw larger than the pool is served whole", () =>
