@@ -38,32 +38,87 @@ const base62 = (random: (bytes: number) => Buffer, length: number): string => {
   return out
 }
 
-const HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, "0"))
+/** The ASCII codes of the hex digits, by value. */
+const HEX_DIGITS = Array.from("0123456789abcdef", (digit) => digit.charCodeAt(0))
+const DASH = "-".charCodeAt(0)
 
 /**
- * A UUID of version 7 (RFC 9562): the millisecond of its making in the first 48 bits, then 74
- * random bits around the version and variant. Ids made later sort after earlier ones, so a new
- * row's id lands at the right-hand edge of each B-tree that holds it (the primary key, and every
- * index led by an intent's id, such as its orders', events' and routing job's) instead of on a
- * random page of it: fewer pages touched, split and written in full to the WAL after each
- * checkpoint. The random bits alone keep ids unguessable; the time they show is the row's own
- * `created_at`.
+ * Time-ordered ids: version 7 UUIDs (RFC 9562) and event ids, each the millisecond of its making
+ * in its first 48 bits (12 hex digits), then random bits (74 in a UUID, around its version and
+ * variant; 80 in an event id). Ids made later sort after earlier ones, so a new row's id lands at
+ * the right-hand edge of each B-tree that holds it (the primary key, and every index led by an
+ * intent's id, such as its orders', events' and routing job's) instead of on a random page of it:
+ * fewer pages touched and split. The random bits alone keep ids unguessable; the time they show is
+ * the row's own `created_at`.
+ *
+ * Each id is written as ASCII into one buffer and read out as one string (made up of pieces, it
+ * would leave a string per piece to the garbage collector); the random bytes come from the
+ * system's CSPRNG in blocks of 4 KiB, as in {@link randomPool}.
  */
-export const uuidV7 = (random: (bytes: number) => Buffer, millis: number): string => {
-  const bytes = random(10)
-  const time = Math.max(0, Math.floor(millis))
-  const high = Math.floor(time / 0x1000000)
-  const low = time % 0x1000000
-  return HEX[(high >>> 16) & 0xff]! + HEX[(high >>> 8) & 0xff]! + HEX[high & 0xff]! + HEX[(low >>> 16) & 0xff]! + "-" +
-    HEX[(low >>> 8) & 0xff]! + HEX[low & 0xff]! + "-" +
-    HEX[0x70 | (bytes[0]! & 0x0f)]! + HEX[bytes[1]!]! + "-" +
-    HEX[0x80 | (bytes[2]! & 0x3f)]! + HEX[bytes[3]!]! + "-" +
-    HEX[bytes[4]!]! + HEX[bytes[5]!]! + HEX[bytes[6]!]! + HEX[bytes[7]!]! + HEX[bytes[8]!]! + HEX[bytes[9]!]!
+const timeOrdered = () => {
+  const out = Buffer.allocUnsafeSlow(36)
+  const time: Array<number> = []
+  let millis = -1
+  let pool = Buffer.alloc(0)
+  let offset = 0
+  /** The 12 hex digits of `now`, worked out once per millisecond. */
+  const timeAt = (now: number) => {
+    if (now === millis) return
+    millis = now
+    const digits = Math.max(0, Math.floor(now)).toString(16).padStart(12, "0").slice(-12)
+    for (let i = 0; i < 12; i++) time[i] = digits.charCodeAt(i)
+  }
+  /** The offset in `pool` of 10 random bytes never handed out before. */
+  const draw = () => {
+    if (offset + 10 > pool.length) {
+      pool = Crypto.randomFillSync(Buffer.allocUnsafe(4096))
+      offset = 0
+    }
+    offset += 10
+    return offset - 10
+  }
+  const byteAt = (at: number, byte: number) => {
+    out[at] = HEX_DIGITS[byte >> 4]!
+    out[at + 1] = HEX_DIGITS[byte & 15]!
+  }
+  return {
+    /** `tttttttt-tttt-7rrr-Vrrr-rrrrrrrrrrrr`: the time, the version, the variant `V` (8 to b) and 74 random bits. */
+    uuid: (now: number): string => {
+      timeAt(now)
+      const r = draw()
+      for (let i = 0; i < 8; i++) out[i] = time[i]!
+      out[8] = DASH
+      for (let i = 8; i < 12; i++) out[i + 1] = time[i]!
+      out[13] = DASH
+      out[14] = HEX_DIGITS[7]!
+      out[15] = HEX_DIGITS[pool[r]! & 15]!
+      byteAt(16, pool[r + 1]!)
+      out[18] = DASH
+      out[19] = HEX_DIGITS[8 | ((pool[r]! >> 4) & 3)]!
+      byteAt(20, pool[r + 2]!)
+      out[22] = HEX_DIGITS[pool[r + 3]! & 15]!
+      out[23] = DASH
+      for (let i = 0; i < 6; i++) byteAt(24 + 2 * i, pool[r + 4 + i]!)
+      return out.toString("latin1")
+    },
+    /** `evt_` and 32 hex digits: the time's 12, then 80 random bits. */
+    eventId: (now: number): string => {
+      timeAt(now)
+      const r = draw()
+      out.write("evt_", 0, "latin1")
+      for (let i = 0; i < 12; i++) out[4 + i] = time[i]!
+      for (let i = 0; i < 10; i++) byteAt(16 + 2 * i, pool[r + i]!)
+      return out.toString("latin1")
+    }
+  }
 }
 
 /** All randomness of the service: ids, API key material, secrets. */
 export class IdGenerator extends Context.Tag("IdGenerator")<IdGenerator, {
+  /** A version 7 UUID, time-ordered (see {@link timeOrdered}). */
   readonly uuid: Effect.Effect<string>
+  /** `evt_` and 32 hex digits, time-ordered as `uuid` is: an event's id, sent to webhooks as `sr-event-id`. */
+  readonly eventId: Effect.Effect<string>
   readonly base62: (length: number) => Effect.Effect<string>
   readonly hex: (bytes: number) => Effect.Effect<string>
 }>() {
@@ -72,19 +127,13 @@ export class IdGenerator extends Context.Tag("IdGenerator")<IdGenerator, {
     this,
     Effect.map(Effect.clock, (clock) => {
       const random = randomPool()
+      const ordered = timeOrdered()
       return {
-        uuid: Effect.sync(() => uuidV7(random, clock.unsafeCurrentTimeMillis())),
+        uuid: Effect.sync(() => ordered.uuid(clock.unsafeCurrentTimeMillis())),
+        eventId: Effect.sync(() => ordered.eventId(clock.unsafeCurrentTimeMillis())),
         base62: (length) => Effect.sync(() => base62(random, length)),
         hex: (bytes) => Effect.sync(() => random(bytes).toString("hex"))
       }
     })
   )
 }
-
-/**
- * `evt_` and 32 hex characters, the digits of a version 7 UUID (time-ordered, as the events'
- * primary key prefers): an event's id, sent to webhooks as `sr-event-id`, from the generator in
- * hand (not from context: providing the generator copies the fiber's context).
- */
-export const eventIdFrom = (ids: Context.Tag.Service<IdGenerator>): Effect.Effect<string> =>
-  Effect.map(ids.uuid, (uuid) => `evt_${uuid.replaceAll("-", "")}`)

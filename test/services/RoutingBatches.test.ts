@@ -21,7 +21,7 @@ import { type Job, RoutingRepository } from "../../src/services/routing/RoutingR
 import * as SqlRoutingRepository from "../../src/services/routing/SqlRoutingRepository.js"
 import * as JobEnds from "../../src/services/routing/SqlJobEnds.js"
 import * as Recording from "../../src/services/routing/SqlRecording.js"
-import { eventIdFrom, IdGenerator } from "../../src/services/IdGenerator.js"
+import { IdGenerator } from "../../src/services/IdGenerator.js"
 import * as Outbox from "../../src/sql/Outbox.js"
 import { batchesOf } from "../support/Batches.js"
 import { eventId, marketSpec, newIntent, seedUser, uuid } from "../support/Fixtures.js"
@@ -93,7 +93,7 @@ const filledOrder = (id: string, fills: ReadonlyArray<readonly [string, number]>
 const recordingWithWriteBetween = (meanwhile: Effect.Effect<void>) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const transitions = Outbox.make(sql, eventIdFrom(yield* IdGenerator))
+    const transitions = Outbox.make(sql, (yield* IdGenerator).eventId)
     const pending = yield* Ref.make(true)
     const readStates: typeof transitions.readStates = (intentIds) =>
       Effect.tap(transitions.readStates(intentIds), () =>
@@ -104,7 +104,7 @@ const recordingWithWriteBetween = (meanwhile: Effect.Effect<void>) =>
 /** A recording of its own, counting its reads of intents without locks and its locking reads. */
 const countedRecording = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const transitions = Outbox.make(sql, eventIdFrom(yield* IdGenerator))
+  const transitions = Outbox.make(sql, (yield* IdGenerator).eventId)
   const counts = { reads: 0, locks: 0 }
   const readStates: typeof transitions.readStates = (intentIds) =>
     Effect.tap(transitions.readStates(intentIds), () => Effect.sync(() => intentIds.length > 0 && counts.reads++))

@@ -15,7 +15,7 @@ import {
 import { monthlyPeriod } from "../../domain/Limits.js"
 import { isFinal } from "../../domain/Routing.js"
 import { AccountRepository } from "../accounts/AccountRepository.js"
-import { eventIdFrom, IdGenerator } from "../IdGenerator.js"
+import { IdGenerator } from "../IdGenerator.js"
 import { type CreateOptions, type IntentQuery, type IntentRef, IntentRepository } from "./IntentRepository.js"
 import * as Tracing from "../../Tracing.js"
 
@@ -59,7 +59,7 @@ export class Intents extends Effect.Service<Intents>()("Intents", {
         intent_id: payload.intent_id,
         broker_id: BrokerId.make(broker.id)
       }
-      const options: CreateOptions = { now, quota, brokerKind: broker.kind, eventId: yield* eventIdFrom(ids) }
+      const options: CreateOptions = { now, quota, brokerKind: broker.kind, eventId: yield* ids.eventId }
       return [intent, options] as const
     })
 
@@ -84,7 +84,7 @@ export class Intents extends Effect.Service<Intents>()("Intents", {
       const now = yield* DateTime.now
       const outcome = yield* repository.requestCancel(owner, id, {
         now,
-        eventId: yield* eventIdFrom(ids)
+        eventId: yield* ids.eventId
       })
       const current = found(repository.findById(owner, id))
       if (outcome === "canceled") return yield* current

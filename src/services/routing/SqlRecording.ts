@@ -18,7 +18,7 @@ import {
   nextOrderStatus,
   type Transition
 } from "../../domain/Routing.js"
-import { eventIdFrom, IdGenerator } from "../IdGenerator.js"
+import { IdGenerator } from "../IdGenerator.js"
 import * as Batched from "../../sql/Batched.js"
 import { orDie } from "../../sql/Defects.js"
 import * as Outbox from "../../sql/Outbox.js"
@@ -109,7 +109,7 @@ const NEXT_STATUS = `CASE
 export const make = (transitions: Outbox.Transitions, ends: JobEnds) => Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const ids = yield* IdGenerator
-  const newEventId = eventIdFrom(ids)
+  const newEventId = ids.eventId
   const prepared = sql.literal(PREPARED)
   const { applyAll, lockStates } = transitions
   const { amongIntents, endings, finishJobs } = ends

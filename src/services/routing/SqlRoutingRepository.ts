@@ -21,7 +21,7 @@ import {
   type Transition
 } from "../../domain/Routing.js"
 import type { BrokerOrder } from "../brokers/BrokerGateway.js"
-import { eventIdFrom, IdGenerator } from "../IdGenerator.js"
+import { IdGenerator } from "../IdGenerator.js"
 import * as Batched from "../../sql/Batched.js"
 import { orDie } from "../../sql/Defects.js"
 import * as Outbox from "../../sql/Outbox.js"
@@ -85,7 +85,7 @@ const toContext = (row: typeof ContextRow.Type): RoutingContext => ({
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const ids = yield* IdGenerator
-  const newEventId = eventIdFrom(ids)
+  const newEventId = ids.eventId
   const lease = (duration: Duration.Duration) =>
     Effect.map(DateTime.now, (at) => ({ at, until: DateTime.addDuration(at, duration) }))
 

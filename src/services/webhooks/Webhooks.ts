@@ -16,7 +16,7 @@ import {
   WebhookEndpointNotFound
 } from "../../domain/Webhook.js"
 import { Operators } from "../accounts/Operators.js"
-import { eventIdFrom, IdGenerator } from "../IdGenerator.js"
+import { IdGenerator } from "../IdGenerator.js"
 import { requirePublic } from "./PublicAddress.js"
 import { WebhookRepository } from "./WebhookRepository.js"
 import * as Tracing from "../../Tracing.js"
@@ -141,7 +141,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
     const sendTestEvent = Effect.fnUntraced(
       function*(userId: UserId, endpointId: WebhookEndpointId) {
         return yield* repository.createTestDelivery({
-          id: yield* eventIdFrom(ids),
+          id: yield* ids.eventId,
           delivery_id: DeliveryId.make(yield* ids.uuid),
           endpoint_id: endpointId,
           user_id: userId,
