@@ -1,6 +1,7 @@
 import { describe, expect, layer } from "@effect/vitest"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import { IntentId } from "../../src/domain/Ids.js"
 import { TradeIntent } from "../../src/domain/Intent.js"
@@ -57,6 +58,36 @@ for (const [name, server] of servers) {
           expect(reply.headers["x-ratelimit-limit"]).toBe("60")
           expect(reply.headers["x-ratelimit-remaining"]).toBe("59")
           expect(Number(reply.headers["x-ratelimit-reset"])).toBeGreaterThan(Date.now() / 1000 - 1)
+        }))
+
+      it.effect("ids: the intent's and its order's are version 7 UUIDs, its events' evt_ ids; each led by the millisecond it was made in", () =>
+        Effect.gen(function*() {
+          const { mockId, testKey } = yield* signUp()
+          const before = Date.now()
+          const created = bodyOf(WithId, yield* post(testKey, marketOrder(mockId, { intent_id: "ids:1" })))
+          const intent = yield* waitFor(testKey, IntentId.make(created.id), ({ status }) => status === "filled")
+          // The feed shows an event once every transaction older than it has ended, on the whole
+          // server: other test files' transactions may hold it back a moment.
+          const events = yield* send("GET", `/api/v1/events?intent_id=${created.id}`, { key: testKey }).pipe(
+            Effect.map((reply) => bodyOf(Schema.Struct({ items: Schema.Array(WithId) }), reply).items),
+            Effect.repeat(Schedule.spaced("50 millis").pipe(
+              Schedule.upTo("10 seconds"),
+              Schedule.whileInput((items: ReadonlyArray<typeof WithId.Type>) => items.length < 2),
+              Schedule.passthrough
+            ))
+          )
+          const after = Date.now()
+          const madeAt = (hex: string) => parseInt(hex.replaceAll("-", "").slice(0, 12), 16)
+          const v7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+          const uuids = [intent.id, ...intent.orders.map((order) => order.id)]
+          expect(uuids).toHaveLength(2)
+          for (const id of uuids) expect(id).toMatch(v7)
+          expect(events).toHaveLength(2)
+          for (const { id } of events) expect(id).toMatch(/^evt_[0-9a-f]{32}$/)
+          for (const made of [...uuids.map(madeAt), ...events.map(({ id }) => madeAt(id.slice(4)))]) {
+            expect(made).toBeGreaterThanOrEqual(before)
+            expect(made).toBeLessThanOrEqual(after)
+          }
         }))
 
       it.effect("201: limit, stop and stop_limit orders keep their prices and options", () =>
