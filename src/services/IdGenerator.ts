@@ -13,19 +13,31 @@ const POOL_BYTES = 4096
  * more than a block only for an unusually long secret, which gets its own draw.
  */
 const randomPool = () => {
-  let pool = Buffer.alloc(0)
+  let block = Buffer.alloc(0)
   let offset = 0
-  return (bytes: number): Buffer => {
-    if (bytes > POOL_BYTES) return Crypto.randomBytes(bytes)
-    if (offset + bytes > pool.length) {
-      pool = Crypto.randomFillSync(Buffer.allocUnsafe(POOL_BYTES))
+  /** Where `bytes` random bytes never handed out before start in {@link current} (`bytes` at most a block). */
+  const reserve = (bytes: number): number => {
+    if (offset + bytes > block.length) {
+      block = Crypto.randomFillSync(Buffer.allocUnsafe(POOL_BYTES))
       offset = 0
     }
-    const drawn = pool.subarray(offset, offset + bytes)
     offset += bytes
-    return drawn
+    return offset - bytes
+  }
+  return {
+    reserve,
+    /** The block the last {@link reserve} drew from: read its bytes in place, allocating nothing. */
+    current: (): Buffer => block,
+    /** `bytes` random bytes, as a view on the block (or a draw of their own, beyond a block). */
+    draw: (bytes: number): Buffer => {
+      if (bytes > POOL_BYTES) return Crypto.randomBytes(bytes)
+      const at = reserve(bytes)
+      return block.subarray(at, at + bytes)
+    }
   }
 }
+
+type RandomPool = ReturnType<typeof randomPool>
 
 /** Unbiased base62: bytes of 248 and above are rejected rather than folded. */
 const base62 = (random: (bytes: number) => Buffer, length: number): string => {
@@ -52,30 +64,19 @@ const DASH = "-".charCodeAt(0)
  * the row's own `created_at`.
  *
  * Each id is written as ASCII into one buffer and read out as one string (made up of pieces, it
- * would leave a string per piece to the garbage collector); the random bytes come from the
- * system's CSPRNG in blocks of 4 KiB, as in {@link randomPool}.
+ * would leave a string per piece to the garbage collector), from random bytes read in place in
+ * `random`'s block.
  */
-const timeOrdered = () => {
+const timeOrdered = (random: RandomPool) => {
   const out = Buffer.allocUnsafeSlow(36)
   const time: Array<number> = []
   let millis = -1
-  let pool = Buffer.alloc(0)
-  let offset = 0
   /** The 12 hex digits of `now`, worked out once per millisecond. */
   const timeAt = (now: number) => {
     if (now === millis) return
     millis = now
     const digits = Math.max(0, Math.floor(now)).toString(16).padStart(12, "0").slice(-12)
     for (let i = 0; i < 12; i++) time[i] = digits.charCodeAt(i)
-  }
-  /** The offset in `pool` of 10 random bytes never handed out before. */
-  const draw = () => {
-    if (offset + 10 > pool.length) {
-      pool = Crypto.randomFillSync(Buffer.allocUnsafe(4096))
-      offset = 0
-    }
-    offset += 10
-    return offset - 10
   }
   const byteAt = (at: number, byte: number) => {
     out[at] = HEX_DIGITS[byte >> 4]!
@@ -85,7 +86,8 @@ const timeOrdered = () => {
     /** `tttttttt-tttt-7rrr-Vrrr-rrrrrrrrrrrr`: the time, the version, the variant `V` (8 to b) and 74 random bits. */
     uuid: (now: number): string => {
       timeAt(now)
-      const r = draw()
+      const r = random.reserve(10)
+      const pool = random.current()
       for (let i = 0; i < 8; i++) out[i] = time[i]!
       out[8] = DASH
       for (let i = 8; i < 12; i++) out[i + 1] = time[i]!
@@ -104,7 +106,8 @@ const timeOrdered = () => {
     /** `evt_` and 32 hex digits: the time's 12, then 80 random bits. */
     eventId: (now: number): string => {
       timeAt(now)
-      const r = draw()
+      const r = random.reserve(10)
+      const pool = random.current()
       out.write("evt_", 0, "latin1")
       for (let i = 0; i < 12; i++) out[4 + i] = time[i]!
       for (let i = 0; i < 10; i++) byteAt(16 + 2 * i, pool[r + i]!)
@@ -127,12 +130,12 @@ export class IdGenerator extends Context.Tag("IdGenerator")<IdGenerator, {
     this,
     Effect.map(Effect.clock, (clock) => {
       const random = randomPool()
-      const ordered = timeOrdered()
+      const ordered = timeOrdered(random)
       return {
         uuid: Effect.sync(() => ordered.uuid(clock.unsafeCurrentTimeMillis())),
         eventId: Effect.sync(() => ordered.eventId(clock.unsafeCurrentTimeMillis())),
-        base62: (length) => Effect.sync(() => base62(random, length)),
-        hex: (bytes) => Effect.sync(() => random(bytes).toString("hex"))
+        base62: (length) => Effect.sync(() => base62(random.draw, length)),
+        hex: (bytes) => Effect.sync(() => random.draw(bytes).toString("hex"))
       }
     })
   )
