@@ -18,8 +18,8 @@ FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production PORT=8080 HOST=0.0.0.0 DATA_DIR=/data
 WORKDIR /app
 COPY package.json package-lock.json ./
-# dist/main.js is bundled with --packages=external: it imports every runtime package from
-# node_modules, so all of package.json's `dependencies` are installed here.
+# dist/main.js bundles the packages it runs, except PGlite (its WebAssembly and data files are
+# read from node_modules, as are the Swagger UI's files): the production dependencies stay installed.
 RUN (npm ci --omit=dev --no-audit --no-fund || npm install --omit=dev --no-audit --no-fund) \
   && npm cache clean --force
 COPY --from=build /app/dist ./dist
