@@ -15,7 +15,9 @@ RUN npm run build
 
 # ---- runtime: production dependencies and dist/ only, as the unprivileged `node` user ----
 FROM ${NODE_IMAGE} AS runtime
-ENV NODE_ENV=production PORT=8080 HOST=0.0.0.0 DATA_DIR=/data
+# MALLOC_TRIM_THRESHOLD_ as `npm start` sets it: glibc gives freed memory back to the system
+# (docs/operations.md, "Node's memory settings").
+ENV NODE_ENV=production PORT=8080 HOST=0.0.0.0 DATA_DIR=/data MALLOC_TRIM_THRESHOLD_=131072
 WORKDIR /app
 COPY package.json package-lock.json ./
 # dist/main.js bundles the packages it runs, except PGlite (its WebAssembly and data files are

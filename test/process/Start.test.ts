@@ -7,7 +7,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Postgres from "../support/Postgres.js"
 import { call, clientOf, root, start, stop } from "../support/Process.js"
-import { startArgs } from "../support/Harness.js"
+import { startArgs, startEnv } from "../support/Harness.js"
 
 /** `npm run admin -- …` against `baseUrl`. */
 const admin = (baseUrl: string, args: ReadonlyArray<string>) =>
@@ -128,10 +128,16 @@ describe("npm start", () => {
     expect(output).toContain("PORT")
   }, 60_000)
 
-  it("the image runs node with the same arguments, the memory settings among them", () => {
-    const cmd = /^CMD (\[.*\])$/m.exec(readFileSync(join(root, "Dockerfile"), "utf8"))?.[1]
+  it("the image runs node with the same arguments and environment, the memory settings among them", () => {
+    const dockerfile = readFileSync(join(root, "Dockerfile"), "utf8")
+    const cmd = /^CMD (\[.*\])$/m.exec(dockerfile)?.[1]
     expect(cmd).toBeDefined()
     expect(JSON.parse(cmd ?? "[]")).toEqual(["node", ...startArgs()])
     expect(startArgs()).toEqual(expect.arrayContaining(["--max-old-space-size=160", "--heap-growing-percent=60"]))
+    const imageEnv = Object.fromEntries(
+      [...dockerfile.matchAll(/^ENV (.*)$/gm)].flatMap((line) => line[1].split(/\s+/)).map((word) => word.split("="))
+    )
+    expect(startEnv()).toEqual({ MALLOC_TRIM_THRESHOLD_: "131072" })
+    expect(imageEnv).toMatchObject(startEnv())
   })
 })

@@ -20,17 +20,29 @@ export const ROOT = fileURLToPath(new URL("../..", import.meta.url))
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
-/** `npm start`'s arguments to node (its flags and `dist/main.js`), from package.json's `start` script. */
-export const startArgs = (): ReadonlyArray<string> => {
+/** `npm start`'s command, from package.json's `start` script: `[NAME=value …] node <args>`. */
+const startCommand = (): { readonly env: Readonly<Record<string, string>>; readonly args: ReadonlyArray<string> } => {
   const manifest: unknown = JSON.parse(readFileSync(`${ROOT}/package.json`, "utf8"))
   const script = typeof manifest === "object" && manifest !== null && "scripts" in manifest &&
       typeof manifest.scripts === "object" && manifest.scripts !== null && "start" in manifest.scripts
     ? manifest.scripts.start
     : undefined
   const words = typeof script === "string" ? script.trim().split(/\s+/) : []
-  if (words[0] !== "node") throw new Error(`package.json's start script must run node, not: ${String(script)}`)
-  return words.slice(1)
+  const node = words.indexOf("node")
+  const assignments = words.slice(0, Math.max(node, 0)).map((word) => /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(word))
+  if (node < 0 || assignments.some((assignment) => assignment === null)) {
+    throw new Error(`package.json's start script must run node, after any NAME=value, not: ${String(script)}`)
+  }
+  const env: Record<string, string> = {}
+  for (const assignment of assignments) if (assignment !== null) env[assignment[1]] = assignment[2]
+  return { env, args: words.slice(node + 1) }
 }
+
+/** `npm start`'s arguments to node (its flags and `dist/main.js`). */
+export const startArgs = (): ReadonlyArray<string> => startCommand().args
+
+/** The environment `npm start` sets for node (its `NAME=value` words before `node`). */
+export const startEnv = (): Readonly<Record<string, string>> => startCommand().env
 
 /** A loopback port nobody listens on. */
 export const freePort = async (): Promise<number> => {
@@ -88,7 +100,7 @@ export const start = async (env: Record<string, string>, options: StartOptions =
   const { DATABASE_URL: _database, REDIS_URL: _redis, ...inherited } = process.env
   const child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...startArgs()], {
     cwd: ROOT,
-    env: { ...inherited, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", ...env },
+    env: { ...inherited, ...startEnv(), PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })
   let output = ""
