@@ -18,7 +18,7 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { createInterface } from "node:readline"
 import type { Readable } from "node:stream"
-import { startArgs, untilHealthy } from "../../test/support/Harness.js"
+import { startArgs, startEnv, untilHealthy } from "../../test/support/Harness.js"
 import { ADMIN_TOKEN, build, freePort, ROOT, type Service } from "../lib/Service.js"
 import { type Scheduled, threadTimes } from "./ProcessStats.js"
 
@@ -179,6 +179,7 @@ export const startService = async (
   const { DATABASE_URL: _database, REDIS_URL: _redis, ...inherited } = process.env
   const traced = spawnTraced(startArgs(), {
     ...inherited,
+    ...startEnv(),
     PORT: String(port),
     HOST: "127.0.0.1",
     LOG_LEVEL: "warn",
