@@ -5,7 +5,7 @@
  * The service's bundle holds its packages too (Effect, `pg`, undici, …), tree-shaken and without
  * their whitespace, so node reads one file instead of about a thousand modules: the service starts
  * in about half the time (0.55 s against 1.0 s to its first answer on the bench's machine) and
- * keeps about 13 MB less of module sources and top-level code on its heap. Only PGlite stays a
+ * keeps 10 to 14 MB less of module sources and top-level code on its heap. Only PGlite stays a
  * package of its own: it loads its WebAssembly and data files from beside its modules. The
  * packages' CommonJS modules call `require`, which an ES module lacks, so the bundle makes one from
  * its own location; optional native add-ons that no package installs here (`pg-native`,
@@ -24,7 +24,7 @@ const ROOT = fileURLToPath(new URL("..", import.meta.url))
 /** Packages read from node_modules at run time instead of bundled. */
 const EXTERNAL = ["@electric-sql/pglite"]
 
-export const buildService = async (outFile: string): Promise<void> => {
+const buildService = async (outFile: string): Promise<void> => {
   await esbuild.build({
     absWorkingDir: ROOT,
     entryPoints: [Path.join(ROOT, "src", "main.ts")],
@@ -34,7 +34,8 @@ export const buildService = async (outFile: string): Promise<void> => {
     platform: "node",
     format: "esm",
     target: "node20",
-    // Whitespace and syntax only: names stay as written, for logs and stack traces.
+    // Whitespace and syntax only: identifiers keep their length, for logs and stack traces (bundling
+    // renames only top-level names that two modules share, as `make2`).
     minifyWhitespace: true,
     minifySyntax: true,
     legalComments: "eof",
