@@ -18,7 +18,7 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { createInterface } from "node:readline"
 import type { Readable } from "node:stream"
-import { startArgs, startEnv, untilHealthy } from "../../test/support/Harness.js"
+import { startCommand, untilHealthy } from "../../test/support/Harness.js"
 import { ADMIN_TOKEN, build, freePort, ROOT, type Service } from "../lib/Service.js"
 import { type Scheduled, threadTimes } from "./ProcessStats.js"
 
@@ -177,9 +177,10 @@ export const startService = async (
   const port = await freePort()
   // The caller's DATABASE_URL and REDIS_URL never leak in: pass them in `env`.
   const { DATABASE_URL: _database, REDIS_URL: _redis, ...inherited } = process.env
-  const traced = spawnTraced(startArgs(), {
+  const command = startCommand()
+  const traced = spawnTraced(command.args, {
     ...inherited,
-    ...startEnv(),
+    ...command.env,
     PORT: String(port),
     HOST: "127.0.0.1",
     LOG_LEVEL: "warn",

@@ -21,20 +21,22 @@ export const ROOT = fileURLToPath(new URL("../..", import.meta.url))
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 /** `npm start`'s command, from package.json's `start` script: `[NAME=value …] node <args>`. */
-const startCommand = (): { readonly env: Readonly<Record<string, string>>; readonly args: ReadonlyArray<string> } => {
+export const startCommand = (): { readonly env: Readonly<Record<string, string>>; readonly args: ReadonlyArray<string> } => {
   const manifest: unknown = JSON.parse(readFileSync(`${ROOT}/package.json`, "utf8"))
   const script = typeof manifest === "object" && manifest !== null && "scripts" in manifest &&
       typeof manifest.scripts === "object" && manifest.scripts !== null && "start" in manifest.scripts
     ? manifest.scripts.start
     : undefined
   const words = typeof script === "string" ? script.trim().split(/\s+/) : []
+  const unexpected = () => new Error(`package.json's start script must run node, after any NAME=value, not: ${String(script)}`)
   const node = words.indexOf("node")
-  const assignments = words.slice(0, Math.max(node, 0)).map((word) => /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(word))
-  if (node < 0 || assignments.some((assignment) => assignment === null)) {
-    throw new Error(`package.json's start script must run node, after any NAME=value, not: ${String(script)}`)
-  }
+  if (node < 0) throw unexpected()
   const env: Record<string, string> = {}
-  for (const assignment of assignments) if (assignment !== null) env[assignment[1]] = assignment[2]
+  for (const word of words.slice(0, node)) {
+    const assignment = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(word)
+    if (assignment === null) throw unexpected()
+    env[assignment[1]] = assignment[2]
+  }
   return { env, args: words.slice(node + 1) }
 }
 
@@ -98,9 +100,10 @@ export const untilHealthy = async (child: ChildProcess, baseUrl: string, timeout
 export const start = async (env: Record<string, string>, options: StartOptions = {}): Promise<Started> => {
   const port = await freePort()
   const { DATABASE_URL: _database, REDIS_URL: _redis, ...inherited } = process.env
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...startArgs()], {
+  const command = startCommand()
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...command.args], {
     cwd: ROOT,
-    env: { ...inherited, ...startEnv(), PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", ...env },
+    env: { ...inherited, ...command.env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })
   let output = ""
