@@ -12,7 +12,9 @@
  * BENCH_INTENTS (intents per end-to-end and webhook run, default 1000) size the run; BENCH_WARMUP
  * (seconds, default 10) is how long each server is first driven with each kind of request, unmeasured,
  * so that V8 has compiled its code before anything is measured; BENCH_ONLY
- * (some of create, lookup, e2e, webhooks, events, alpaca, comma-separated) runs those parts only. The
+ * (some of create, routing, lookup, e2e, webhooks, events, alpaca, comma-separated) runs those parts
+ * only; `routing` runs the service's layers without HTTP in a process of their own (RoutingDriver.ts),
+ * creations alone and routed through the mock, for routing's CPU per intent. The
  * service's Alpaca endpoints point at a fake Alpaca started in this process.
  */
 import autocannon from "autocannon"
@@ -28,6 +30,7 @@ import { liveBursts, liveEndToEnd, warmUpLive } from "./bench/LiveAlpaca.js"
 import { percentile, spread } from "./bench/Percentile.js"
 import { cpuMs, measure, peakRssMiB } from "./bench/ProcessStats.js"
 import { BARE_TABLE, FLOOR_TABLE } from "./bench/ReferenceTable.js"
+import { DRIVER_FIBERS, type DriverRun, mean, routingCost } from "./bench/RoutingCost.js"
 import {
   gcShareBetween,
   gcSnapshot,
@@ -107,7 +110,7 @@ const EVENT_STREAM = "event stream: commit → arrival, 100 streams"
 /** The steady creation rate of the second event stream run, well below what the service can take. */
 const PACED_INTENTS_PER_SECOND = 50
 
-const PARTS = ["create", "lookup", "e2e", "webhooks", "events", "alpaca"] as const
+const PARTS = ["create", "routing", "lookup", "e2e", "webhooks", "events", "alpaca"] as const
 type Part = (typeof PARTS)[number]
 
 interface Settings {
@@ -1047,6 +1050,23 @@ const processSummary = (name: string, pid: number, gc: GcTally) => {
 // ---------------------------------------------------------------------------------------------
 // Main
 
+/**
+ * A line of the routing driver's runs (RoutingCost.ts): their mean rate and CPU per intent, each
+ * run's CPU in the note.
+ */
+const driverLine = (scenario: string, runs: ReadonlyArray<DriverRun>, note?: string): Line => ({
+  scenario,
+  connections: DRIVER_FIBERS,
+  perSecond: mean(runs, (run) => run.perSecond),
+  p50Ms: Number.NaN,
+  p99Ms: Number.NaN,
+  cpuMs: mean(runs, (run) => run.cpuUs) / 1000,
+  dbCpuMs: LOCAL_DATABASE ? mean(runs, (run) => run.databaseUs) / 1000 : Number.NaN,
+  gcShare: Number.NaN,
+  peakMiB: Number.NaN,
+  note: [`${runs.length} runs: ${runs.map((run) => run.cpuUs.toFixed(0)).join(", ")} µs per intent`, note].filter(Boolean).join("; ")
+})
+
 const main = async () => {
   const began = performance.now()
   const settings: Settings = {
@@ -1115,6 +1135,20 @@ const main = async () => {
         console.log(`creations at ${connections} connections`)
         lines.push(...(await createScenarios(context, connections)))
       }
+    })
+    await part("routing", async () => {
+      console.log(`routing's cost in process, ${DRIVER_FIBERS} fibers creating`)
+      const { alone, routed } = await routingCost(admin)
+      const cost = (of: (run: DriverRun) => number) => (mean(routed, of) - mean(alone, of)).toFixed(0)
+      const databaseCost = LOCAL_DATABASE ? ` and ${cost((run) => run.databaseUs)} µs of PostgreSQL's` : ""
+      lines.push(
+        driverLine("creations in process, no routing worker (driver)", alone),
+        driverLine(
+          "creations in process, routed through the mock (driver)",
+          routed,
+          `routing: ${cost((run) => run.cpuUs)} µs of the driver's CPU per intent${databaseCost}`
+        )
+      )
     })
     await part("lookup", async () => {
       lines.push(...(await lookups(context)))
