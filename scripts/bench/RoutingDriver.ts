@@ -44,8 +44,9 @@ if (!Number.isInteger(intents) || intents < 1 || !Number.isInteger(fibers) || fi
 /** The intents created before the measured round, so that V8 has compiled the code it runs. */
 const WARM_UP = 3000
 
-/** How often the end of routing is asked for. */
+/** How often the end of routing is asked for, and for how long at most. */
 const POLL = "20 millis"
+const ROUTING_TIMEOUT_MS = 60_000
 
 const program = Effect.gen(function*() {
   const accounts = yield* AccountRepository
@@ -96,7 +97,13 @@ const program = Effect.gen(function*() {
         }
       })
       yield* Effect.all(Array.from({ length: fibers }, () => creating), { concurrency: "unbounded", discard: true })
-      if (routing) while ((yield* unfilled) > 0) yield* Effect.sleep(POLL)
+      const deadline = performance.now() + ROUTING_TIMEOUT_MS
+      while (routing) {
+        const unrouted = yield* unfilled
+        if (unrouted === 0) break
+        if (performance.now() > deadline) return yield* Effect.dieMessage(`${unrouted} intents still unfilled after 60 s`)
+        yield* Effect.sleep(POLL)
+      }
     })
 
   yield* round(Math.min(intents, WARM_UP))
