@@ -5,6 +5,7 @@
  * two means is routing's CPU per intent (the mock's book, the recording, the worker's loop), the
  * service's and PostgreSQL's.
  */
+import * as Schema from "effect/Schema"
 import { spawn } from "node:child_process"
 import { dropDatabase, freshDatabase, ROOT } from "../lib/Service.js"
 
@@ -28,20 +29,19 @@ export interface RoutingCost {
   readonly routed: ReadonlyArray<DriverRun>
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null
+/** The driver's one JSON line. */
+const DriverOutput = Schema.parseJson(Schema.Struct({
+  intents: Schema.Number,
+  seconds: Schema.Number,
+  userUs: Schema.Number,
+  systemUs: Schema.Number,
+  databaseUs: Schema.Number
+}))
+const decodeOutput = Schema.decodeUnknownSync(DriverOutput)
 
-/** The driver's one JSON line, read. */
+/** The driver's output, read: its last line. */
 const parseRun = (output: string): DriverRun => {
-  const line = output.trim().split("\n").at(-1) ?? ""
-  const parsed: unknown = JSON.parse(line)
-  if (!isRecord(parsed)) throw new Error(`the routing driver printed ${line}`)
-  const { databaseUs, intents, seconds, systemUs, userUs } = parsed
-  if (
-    typeof intents !== "number" || typeof seconds !== "number" || typeof userUs !== "number" ||
-    typeof systemUs !== "number" || typeof databaseUs !== "number"
-  ) {
-    throw new Error(`the routing driver printed ${line}`)
-  }
+  const { databaseUs, intents, seconds, systemUs, userUs } = decodeOutput(output.trim().split("\n").at(-1) ?? "")
   return { perSecond: intents / seconds, cpuUs: (userUs + systemUs) / intents, databaseUs: databaseUs / intents }
 }
 
