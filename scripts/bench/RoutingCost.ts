@@ -6,8 +6,7 @@
  * service's and PostgreSQL's.
  */
 import * as Schema from "effect/Schema"
-import { spawn } from "node:child_process"
-import { dropDatabase, freshDatabase, ROOT } from "../lib/Service.js"
+import { dropDatabase, freshDatabase, ROOT, run } from "../lib/Service.js"
 
 /** Creations in each measured round, and the fibers making them. */
 export const DRIVER_INTENTS = 8000
@@ -39,9 +38,10 @@ const DriverOutput = Schema.parseJson(Schema.Struct({
 }))
 const decodeOutput = Schema.decodeUnknownSync(DriverOutput)
 
-/** The driver's output, read: its last line. */
+/** The driver's output, read: its last JSON line (a warning logged around it is passed over). */
 const parseRun = (output: string): DriverRun => {
-  const { databaseUs, intents, seconds, systemUs, userUs } = decodeOutput(output.trim().split("\n").at(-1) ?? "")
+  const line = output.split("\n").filter((text) => text.startsWith("{")).at(-1) ?? ""
+  const { databaseUs, intents, seconds, systemUs, userUs } = decodeOutput(line)
   return { perSecond: intents / seconds, cpuUs: (userUs + systemUs) / intents, databaseUs: databaseUs / intents }
 }
 
@@ -50,20 +50,9 @@ const driverRun = async (admin: string, routing: "on" | "off"): Promise<DriverRu
   const database = await freshDatabase(admin, "tir_bench_routing")
   try {
     const args = ["--import", "tsx", "scripts/bench/RoutingDriver.ts", database.url, routing, String(DRIVER_INTENTS), String(DRIVER_FIBERS)]
-    const output = await new Promise<string>((resolve, reject) => {
-      const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] })
-      let out = ""
-      let err = ""
-      child.stdout.on("data", (chunk: Buffer) => {
-        out += chunk.toString()
-      })
-      child.stderr.on("data", (chunk: Buffer) => {
-        err += chunk.toString()
-      })
-      child.once("error", reject)
-      child.once("exit", (code) => code === 0 ? resolve(out) : reject(new Error(`the routing driver exited with ${code}:\n${err}`)))
-    })
-    return parseRun(output)
+    // A failing driver rejects with its exit code and its stderr.
+    const { stdout } = await run(process.execPath, args, { cwd: ROOT })
+    return parseRun(stdout)
   } finally {
     await dropDatabase(admin, database.name)
   }

@@ -101,7 +101,7 @@ const program = Effect.gen(function*() {
       while (routing) {
         const unrouted = yield* unfilled
         if (unrouted === 0) break
-        if (performance.now() > deadline) return yield* Effect.dieMessage(`${unrouted} intents still unfilled after 60 s`)
+        if (performance.now() > deadline) return yield* Effect.dieMessage(`${unrouted} intents still unfilled after ${ROUTING_TIMEOUT_MS / 1000} s`)
         yield* Effect.sleep(POLL)
       }
     })
